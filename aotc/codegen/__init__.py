@@ -1,0 +1,100 @@
+"""Emit: a Plan becomes <name>.c, <name>.h and the weights blob, through jinja2 templates.
+
+Codegen owns pointer expressions (where each value lives) and the weights blob; each
+operator writes the C of its own node through an EmitContext.
+"""
+import os
+import shutil
+
+import jinja2
+import numpy as np
+
+from .. import dtypes, resources
+from ..ops.base import EmitContext
+from . import cnames
+from .weights import WeightsBlob
+
+WEIGHTS_FORMS = ("incbin", "c")
+
+
+def _environment():
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                              trim_blocks=True, lstrip_blocks=True)
+
+
+class _Emitter:
+    def __init__(self, plan, name):
+        self.plan, self.name = plan, name
+        self.blob = WeightsBlob()
+
+    def pointer(self, v, const):
+        """C expression of a pointer to value v's first element."""
+        ctype = dtypes.c_type(v.type.dtype)
+        qual = "const " if const else ""
+        root = v.root
+        if root.storage == "input":
+            return f"(({qual}{ctype} *)inputs[{root.index}])"
+        if root.storage == "output":
+            return f"(({qual}{ctype} *)outputs[{root.index}])"
+        if root.storage == "const":
+            offset = self.blob.add(root.type.value)
+            return f"((const {ctype} *)({self.name}_weights + {offset}))"
+        return f"(({qual}{ctype} *)(ws + {root.offset}))"
+
+    def add_const(self, array):
+        offset = self.blob.add(array)
+        return f"((const {dtypes.c_type(array.dtype)} *)({self.name}_weights + {offset}))"
+
+    def step_code(self, step, exact):
+        x = [self.pointer(v, True) if v is not None else "NULL" for v in step.inputs]
+        y = [self.pointer(v, False) if v is not None else "NULL" for v in step.outputs]
+        scratch = f"(ws + {step.scratch_offset})" if step.scratch_bytes else "NULL"
+        ctx = EmitContext(step.ctx, x, y, self.add_const, scratch, f"&{self.name}_pool", exact)
+        return step.op.emit(ctx)
+
+
+def tensor_info(values, namer, prefix):
+    return [{"name": v.name, "literal": cnames.string_literal(v.name), "param": namer(prefix + v.name),
+             "ctype": dtypes.c_type(v.type.dtype), "onnx_type": dtypes.to_onnx(v.type.dtype),
+             "dtype": dtypes.name(v.type.dtype), "shape": list(v.type.shape)} for v in values]
+
+
+def generate(plan, name, out_dir, weights_form="incbin"):
+    """Write <name>.c, <name>.h and the weights into out_dir; return what the manifest
+    records of the C surface."""
+    if weights_form not in WEIGHTS_FORMS:
+        raise ValueError(f"weights_form is one of {WEIGHTS_FORMS}")
+    emitter = _Emitter(plan, name)
+    exact = plan.mode == "exact"
+    steps = []
+    for step in plan.steps:
+        code = emitter.step_code(step, exact)
+        steps.append({"comment": cnames.comment(f"{step.node.name} ({step.node.op_type})"),
+                      "lines": [ln for ln in code.splitlines() if ln.strip()]})
+    copies = [{"index": i, "src": emitter.pointer(v, True), "bytes": v.type.nbytes}
+              for i, v in plan.output_copies]
+    namer = cnames.Namer("t")
+    context = {
+        "name": name, "NAME": name.upper(), "plan": plan, "steps": steps, "copies": copies,
+        "inputs": tensor_info(plan.inputs, namer, "in_"),
+        "outputs": tensor_info(plan.outputs, namer, "out_"),
+        "workspace_bytes": plan.workspace_bytes, "weights_bytes": emitter.blob.padded_size(),
+        "weights_form": weights_form,
+    }
+    env = _environment()
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, f"{name}.c"), "w") as f:
+        f.write(env.get_template("model.c.j2").render(context))
+    with open(os.path.join(out_dir, f"{name}.h"), "w") as f:
+        f.write(env.get_template("model.h.j2").render(context))
+    if weights_form == "incbin":
+        with open(os.path.join(out_dir, f"{name}.weights"), "wb") as f:
+            emitter.blob.write(f)
+    else:
+        with open(os.path.join(out_dir, f"{name}_weights.h"), "w") as f:
+            emitter.blob.write_c_initializer(f, f"{name}_weights")
+    shutil.copytree(resources.runtime_dir(), os.path.join(out_dir, "aotc_runtime"),
+                    dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.md", "tests"))
+    return {"inputs": context["inputs"], "outputs": context["outputs"],
+            "weights_bytes": emitter.blob.padded_size(), "weights_form": weights_form}

@@ -1,0 +1,191 @@
+"""ONNX ModelProto -> ir.Graph, with every structural check that needs no shapes."""
+import os
+
+import numpy as np
+import onnx
+from onnx import external_data_helper, helper, numpy_helper
+
+from . import dtypes
+from .errors import InvalidModel, Unsupported
+from .ir import Graph, Node, ValueInfo
+
+MIN_OPSET, MAX_OPSET = 7, 22
+
+
+def load_model(model):
+    """A path, bytes or ModelProto -> ModelProto with external data loaded (kept inside
+    the model's folder)."""
+    base_dir = None
+    if isinstance(model, onnx.ModelProto):
+        proto = model
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        proto = _parse(bytes(model), "<bytes>")
+    elif isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise InvalidModel(f"cannot read model file {path!r}: {e.strerror}") from None
+        proto = _parse(data, path)
+        base_dir = os.path.dirname(os.path.abspath(path))
+    else:
+        raise InvalidModel(f"a model is a path, bytes or onnx.ModelProto, not {type(model).__name__}")
+    _load_external_data(proto, base_dir)
+    return proto
+
+
+def _parse(data, what):
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception as e:  # protobuf raises DecodeError or RuntimeError
+        raise InvalidModel(f"{what} is not an ONNX model: {e}") from None
+    if not proto.HasField("graph"):
+        raise InvalidModel(f"{what} has no graph")
+    return proto
+
+
+def _load_external_data(proto, base_dir):
+    tensors = [t for t in external_data_helper._get_all_tensors(proto)
+               if external_data_helper.uses_external_data(t)]
+    if not tensors:
+        return
+    if base_dir is None:
+        raise InvalidModel("the model keeps weights in external files; pass it as a path, not bytes")
+    root = os.path.realpath(base_dir)
+    for t in tensors:
+        info = external_data_helper.ExternalDataInfo(t)
+        target = os.path.realpath(os.path.join(root, info.location))
+        if os.path.isabs(info.location) or os.path.commonpath([root, target]) != root:
+            raise InvalidModel(f"initializer {t.name!r}: external data {info.location!r} "
+                               "lies outside the model's folder")
+        if not os.path.isfile(target):
+            raise InvalidModel(f"initializer {t.name!r}: external data file {info.location!r} is missing")
+        try:
+            external_data_helper.load_external_data_for_tensor(t, root)
+        except Exception as e:
+            raise InvalidModel(f"initializer {t.name!r}: cannot read external data: {e}") from None
+        del t.external_data[:]
+        t.data_location = onnx.TensorProto.DEFAULT
+
+
+def import_model(model):
+    """Any accepted model form -> ir.Graph."""
+    proto = load_model(model)
+    opsets = {}
+    for o in proto.opset_import:
+        domain = "" if o.domain in ("", "ai.onnx") else o.domain
+        opsets[domain] = o.version
+    if "" not in opsets:
+        opsets[""] = MIN_OPSET if proto.ir_version < 3 else 1
+    if not MIN_OPSET <= opsets[""] <= MAX_OPSET:
+        raise Unsupported(f"opset {opsets['']} is outside the supported range {MIN_OPSET}..{MAX_OPSET}")
+    return import_graph(proto.graph, opsets)
+
+
+def _tensor(t, what):
+    try:
+        arr = numpy_helper.to_array(t)
+    except Exception as e:
+        raise InvalidModel(f"{what} {t.name!r} cannot be read: {e}") from None
+    dtypes.from_onnx(t.data_type, f"{what} {t.name!r}")
+    expected = int(np.prod([int(d) for d in t.dims])) if t.dims else 1
+    if arr.size != expected or any(d < 0 for d in t.dims):
+        raise InvalidModel(f"{what} {t.name!r}: data length disagrees with dims {list(t.dims)}")
+    return np.ascontiguousarray(arr)
+
+
+def _value_info(vi, what):
+    if not vi.type.HasField("tensor_type"):
+        raise Unsupported(f"{what} {vi.name!r} is not a tensor")
+    tt = vi.type.tensor_type
+    dtype = dtypes.from_onnx(tt.elem_type, f"{what} {vi.name!r}")
+    dims = None
+    if tt.HasField("shape"):
+        dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                     for d in tt.shape.dim)
+        if any(isinstance(d, int) and d < 0 for d in dims):
+            raise InvalidModel(f"{what} {vi.name!r} has a negative dimension {dims}")
+    return ValueInfo(vi.name, dtype, dims)
+
+
+def _attributes(node):
+    attrs = {}
+    for a in node.attribute:
+        try:
+            v = helper.get_attribute_value(a)
+        except Exception as e:
+            raise InvalidModel(f"attribute {a.name!r}: {e}", node.name) from None
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [s.decode("utf-8", "replace") for s in v]
+        elif isinstance(v, onnx.TensorProto):
+            v = _tensor(v, "attribute tensor")
+        attrs[a.name] = v
+    return attrs
+
+
+def import_graph(g, opsets):
+    initializers = {}
+    for t in g.initializer:
+        if t.name in initializers:
+            raise InvalidModel(f"initializer {t.name!r} is defined twice")
+        initializers[t.name] = _tensor(t, "initializer")
+    inputs = [_value_info(vi, "input") for vi in g.input if vi.name not in initializers]
+    outputs = [_value_info(vi, "output") for vi in g.output]
+
+    known = set(initializers) | {vi.name for vi in inputs}
+    if len(known) != len(initializers) + len(inputs):
+        raise InvalidModel("two graph inputs share a name")
+    nodes = []
+    for i, n in enumerate(g.node):
+        domain = "" if n.domain in ("", "ai.onnx") else n.domain
+        name = n.name or f"{n.op_type}_{i}"
+        nodes.append(Node(n.op_type, name, list(n.input), list(n.output), _attributes(n), domain))
+    nodes = _topological(nodes, known)
+    made = known | {o for n in nodes for o in n.outputs if o}
+    for vi in outputs:
+        if vi.name not in made:
+            raise InvalidModel(f"graph output {vi.name!r} is produced by no node, input or initializer")
+    return Graph(g.name or "model", nodes, inputs, outputs, initializers, opsets)
+
+
+def _topological(nodes, known):
+    """Nodes in an order where every input is made first; InvalidModel on dangling
+    inputs, values made twice and cycles."""
+    producer = {}
+    for n in nodes:
+        for o in n.outputs:
+            if not o:
+                continue
+            if o in producer or o in known:
+                raise InvalidModel(f"value {o!r} is produced more than once", n.name)
+            producer[o] = n
+    for n in nodes:
+        for v in n.inputs:
+            if v and v not in producer and v not in known:
+                raise InvalidModel(f"input {v!r} is produced by no node, input or initializer", n.name)
+    order, state = [], {}
+    for start in nodes:
+        stack = [(start, iter(start.inputs))]
+        if state.get(id(start)) == 2:
+            continue
+        state[id(start)] = 1
+        while stack:
+            node, it = stack[-1]
+            for v in it:
+                dep = producer.get(v)
+                if dep is None or state.get(id(dep)) == 2:
+                    continue
+                if state.get(id(dep)) == 1:
+                    raise InvalidModel(f"the graph has a cycle through value {v!r}", node.name)
+                state[id(dep)] = 1
+                stack.append((dep, iter(dep.inputs)))
+                break
+            else:
+                stack.pop()
+                state[id(node)] = 2
+                order.append(node)
+    return order

@@ -1,0 +1,135 @@
+"""The plan: for fixed input shapes, what runs, in what order, and where each value lives.
+
+make_plan(graph, shapes) -> Plan. Python decides everything here; the emitted C only
+follows the plan.
+"""
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .. import ops
+from ..errors import Unsupported
+from ..ops.base import TensorType
+from . import memory, shapes as shape_inference
+
+
+@dataclass(eq=False)
+class PlanValue:
+    """Where a value lives: 'input' / 'output' (caller pointers, by index), 'const'
+    (weights), 'workspace' (offset), or 'view' (shares `base`'s storage)."""
+    name: str
+    type: TensorType
+    storage: str
+    index: int = -1
+    offset: int = -1
+    base: Optional["PlanValue"] = None
+
+    @property
+    def root(self):
+        v = self
+        while v.storage == "view":
+            v = v.base
+        return v
+
+
+@dataclass(eq=False)
+class Step:
+    node: object
+    op: object
+    ctx: object
+    inputs: list
+    outputs: list
+    scratch_bytes: int = 0
+    scratch_offset: int = -1
+
+
+@dataclass
+class Plan:
+    name: str
+    inputs: list                 # PlanValue per graph input, in order
+    outputs: list                # PlanValue per graph output (the value it reads from)
+    steps: list
+    output_copies: list          # (output index, PlanValue) filled by a copy at the end
+    workspace_bytes: int
+    intermediate_bytes: int
+    nodes_before: dict = field(default_factory=dict)
+    nodes_after: dict = field(default_factory=dict)
+    mode: str = "fast"
+
+
+def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None):
+    shape_inference.check_operators(graph)
+    fixed = shape_inference.resolve_input_shapes(graph, input_shapes)
+    typed = shape_inference.infer(graph, fixed, mode)
+
+    values = {}
+    for i, vi in enumerate(graph.inputs):
+        values[vi.name] = PlanValue(vi.name, typed.types[vi.name], "input", index=i)
+
+    def value(name):
+        if name not in values:      # a constant: an initializer or a folded result
+            values[name] = PlanValue(name, typed.types[name], "const")
+        return values[name]
+
+    output_names = [vi.name for vi in graph.outputs]
+    needed = _live_nodes(graph, typed, output_names)
+    steps = []
+    for node in graph.nodes:
+        if id(node) not in needed:
+            continue
+        ctx = typed.contexts[id(node)]
+        op = ops.find(node.domain, node.op_type, graph.opset(node.domain))
+        ins = [value(v) if v else None for v in node.inputs]
+        outs = []
+        for k, name in enumerate(node.outputs):
+            if not name:
+                outs.append(None)
+                continue
+            t = typed.types[name]
+            if op.view_of_input and k == 0:
+                values[name] = PlanValue(name, t, "view", base=ins[0])
+            else:
+                values[name] = PlanValue(name, t, "workspace")
+            outs.append(values[name])
+        step = Step(node, op, ctx, ins, outs)
+        if op.scratch is not None:
+            step.scratch_bytes = int(op.scratch(ctx))
+        steps.append(step)
+
+    outputs, copies, direct = [], [], set()
+    for i, name in enumerate(output_names):
+        v = value(name)
+        outputs.append(v)
+        if v.storage == "workspace" and name not in direct:
+            v.storage, v.index = "output", i
+            direct.add(name)
+        else:
+            copies.append((i, v))
+    keep = [v.name for _, v in copies if v.root.storage == "workspace"]
+
+    intermediate = sum(v.type.nbytes for v in values.values() if v.storage == "workspace")
+    workspace = memory.assign([s for s in steps if not s.op.view_of_input], values, keep)
+    if workspace > memory.MAX_WORKSPACE:
+        raise Unsupported(f"the plan needs a {workspace / 2**30:.1f} GiB workspace; the limit is 2 GiB")
+    return Plan(graph.name, [values[vi.name] for vi in graph.inputs], outputs,
+                [s for s in steps if not s.op.view_of_input], copies, workspace, intermediate,
+                dict(nodes_before or Counter(n.op_type for n in graph.nodes)),
+                dict(Counter(s.node.op_type for s in steps if not s.op.view_of_input)), mode)
+
+
+def _live_nodes(graph, typed, output_names):
+    """Nodes with a path to a graph output whose outputs are not all constants."""
+    producers = graph.producers()
+    wanted, live = list(output_names), set()
+    seen = set()
+    while wanted:
+        name = wanted.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = producers.get(name)
+        if node is None or id(node) in typed.folded or typed.types[name].value is not None:
+            continue
+        live.add(id(node))
+        wanted.extend(v for v in node.inputs if v)
+    return live

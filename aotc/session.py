@@ -1,0 +1,145 @@
+"""Session: runs a compiled model from its output folder.
+
+This file needs only numpy and cffi's backend: aotc copies it into every output
+folder as the importable module <name>.py, so a compiled model runs where aotc is not
+installed. Keep it free of other aotc imports.
+"""
+import importlib.util
+import json
+import os
+import sys
+import threading
+from collections import namedtuple
+
+import numpy as np
+
+try:
+    from .errors import AotcError, InvalidInput
+except ImportError:          # running as a copied module, without aotc
+    try:
+        from aotc.errors import AotcError, InvalidInput
+    except ImportError:
+        class AotcError(Exception):
+            kind = "AotcError"
+
+        class InvalidInput(AotcError):
+            kind = "InvalidInput"
+
+TensorSpec = namedtuple("TensorSpec", "name dtype shape")
+_ALIGN = 64
+_POOLED_WORKSPACES = 8
+_ERRORS = {1: "the workspace is not 64-byte aligned", 2: "a pointer is NULL"}
+
+
+def default_threads():
+    env = os.environ.get("AOTC_NUM_THREADS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise InvalidInput(f"AOTC_NUM_THREADS={env!r} is not a whole number") from None
+    return os.cpu_count() or 1
+
+
+def _load_extension(out_dir, manifest):
+    module_name = manifest["module"]
+    module = sys.modules.get(module_name)
+    if module is None:
+        path = os.path.join(out_dir, manifest["extension"])
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None:
+            raise AotcError(f"{path} is not a loadable extension module")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[module_name] = module
+    return module.ffi, module.lib
+
+
+class Session:
+    """A compiled model, ready to run. Thread-safe: concurrent runs each take their own
+    workspace from a small pool."""
+
+    def __init__(self, out_dir, threads=None):
+        self.out_dir = os.path.abspath(out_dir)
+        with open(os.path.join(self.out_dir, "manifest.json")) as f:
+            self._manifest = json.load(f)
+        m = self._manifest
+        self.name = m["name"]
+        self.inputs = [TensorSpec(t["name"], np.dtype(t["dtype"]), tuple(t["shape"])) for t in m["inputs"]]
+        self.outputs = [TensorSpec(t["name"], np.dtype(t["dtype"]), tuple(t["shape"])) for t in m["outputs"]]
+        self.report = dict(m["report"])
+        self._ffi, self._lib = _load_extension(self.out_dir, m)
+        self._run = getattr(self._lib, f"{self.name}_run_array")
+        self._workspace_bytes = int(m["workspace_bytes"])
+        self._idle = []
+        self._lock = threading.Lock()
+        self.threads = default_threads() if threads is None else max(1, int(threads))
+        getattr(self._lib, f"{self.name}_set_threads")(self.threads)
+
+    def __repr__(self):
+        return f"<aotc.Session {self.name}: {len(self.inputs)} inputs, {len(self.outputs)} outputs>"
+
+    def run(self, feed):
+        """run(x) -> the first output; run({name: x, ...}) -> {output name: array}."""
+        single = not isinstance(feed, dict)
+        if single:
+            if len(self.inputs) != 1:
+                raise InvalidInput(f"the model has {len(self.inputs)} inputs "
+                                   f"({', '.join(t.name for t in self.inputs)}); pass a dict")
+            feed = {self.inputs[0].name: feed}
+        arrays = self._check_inputs(feed)
+        results = [np.empty(t.shape, t.dtype) for t in self.outputs]
+        ffi = self._ffi
+        in_ptrs = ffi.new("void *[]", [ffi.cast("void *", a.ctypes.data) for a in arrays] or [ffi.NULL])
+        out_ptrs = ffi.new("void *[]", [ffi.cast("void *", r.ctypes.data) for r in results] or [ffi.NULL])
+        workspace = self._take_workspace()
+        try:
+            code = self._run(ffi.cast("void *", _aligned_address(workspace)), in_ptrs, out_ptrs)
+        finally:
+            self._give_back(workspace)
+        if code != 0:
+            raise AotcError(f"{self.name}_run failed with code {code}: {_ERRORS.get(code, 'unknown error')}")
+        if single:
+            return results[0]
+        return {t.name: r for t, r in zip(self.outputs, results)}
+
+    def _check_inputs(self, feed):
+        names = {t.name for t in self.inputs}
+        unknown = [k for k in feed if k not in names]
+        if unknown:
+            raise InvalidInput(f"unknown input {unknown[0]!r}; the model's inputs are "
+                               f"{', '.join(repr(t.name) for t in self.inputs)}")
+        arrays = []
+        for t in self.inputs:
+            if t.name not in feed:
+                raise InvalidInput(f"input {t.name!r} is missing")
+            a = feed[t.name]
+            if not isinstance(a, np.ndarray):
+                a = np.asarray(a)
+            if a.dtype != t.dtype:
+                raise InvalidInput(f"input {t.name!r} has element type {a.dtype}, the model takes {t.dtype}")
+            if tuple(a.shape) != t.shape:
+                raise InvalidInput(f"input {t.name!r} has shape {list(a.shape)}, the model takes {list(t.shape)}")
+            arrays.append(np.ascontiguousarray(a))
+        return arrays
+
+    def _take_workspace(self):
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return np.empty(self._workspace_bytes + _ALIGN, np.uint8)
+
+    def _give_back(self, workspace):
+        with self._lock:
+            if len(self._idle) < _POOLED_WORKSPACES:
+                self._idle.append(workspace)
+
+    def close(self):
+        """Drop pooled workspaces; runs in progress finish with their own."""
+        with self._lock:
+            self._idle.clear()
+
+
+def _aligned_address(buffer):
+    address = buffer.ctypes.data
+    return address + (-address) % _ALIGN

@@ -1,0 +1,39 @@
+/* aotc runtime: common definitions for every kernel header.
+ *
+ * The runtime is a set of headers of static functions: each generated model includes
+ * them into its own translation unit, so two models (even built for different
+ * targets) link into one program without symbol clashes, and a firmware build needs
+ * nothing but the model's .c/.h files and this folder. C99; pthreads only in
+ * aotc_threads.h and only without AOTC_NO_THREADS. */
+#ifndef AOTC_BASE_H_
+#define AOTC_BASE_H_
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Every runtime function: private to the including model, no warning when unused. */
+#define AOTC_FN static inline
+
+#if defined(__GNUC__) || defined(__clang__)
+#define AOTC_RESTRICT __restrict__
+#define AOTC_ALIGNED(n) __attribute__((aligned(n)))
+#else
+#define AOTC_RESTRICT
+#define AOTC_ALIGNED(n)
+#endif
+
+#define AOTC_INF (1.0f / 0.0f)
+#define AOTC_NAN (0.0f / 0.0f)
+
+/* Return codes of <name>_run. */
+#define AOTC_OK 0
+#define AOTC_ERR_ALIGNMENT 1  /* the workspace is not 64-byte aligned */
+#define AOTC_ERR_NULL 2       /* a required pointer is NULL */
+
+#define AOTC_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define AOTC_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

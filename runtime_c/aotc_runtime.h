@@ -1,0 +1,15 @@
+/* aotc runtime: everything a generated model includes. */
+#ifndef AOTC_RUNTIME_H_
+#define AOTC_RUNTIME_H_
+
+#include "aotc_base.h"
+#include "aotc_threads.h"
+#include "aotc_elementwise.h"
+#include "aotc_layout.h"
+#include "aotc_gemm.h"
+#include "aotc_conv.h"
+#include "aotc_pool.h"
+#include "aotc_norm.h"
+#include "aotc_reduce.h"
+
+#endif
