@@ -28,7 +28,8 @@ except ImportError:          # running as a copied module, without aotc
 TensorSpec = namedtuple("TensorSpec", "name dtype shape")
 _ALIGN = 64
 _POOLED_WORKSPACES = 8
-_ERRORS = {1: "the workspace is not 64-byte aligned", 2: "a pointer is NULL"}
+_ERRORS = {1: "the workspace is not 64-byte aligned", 2: "a pointer is NULL",
+           3: "an index input is out of range"}
 
 
 def default_threads():

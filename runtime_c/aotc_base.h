@@ -32,6 +32,7 @@
 #define AOTC_OK 0
 #define AOTC_ERR_ALIGNMENT 1  /* the workspace is not 64-byte aligned */
 #define AOTC_ERR_NULL 2       /* a required pointer is NULL */
+#define AOTC_ERR_INDEX 3      /* an index input (Gather, ...) is out of range */
 
 #define AOTC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define AOTC_MAX(a, b) ((a) > (b) ? (a) : (b))
