@@ -98,8 +98,10 @@ def _binary(op_type):
                 ctx.y(0), ctx.x(0), ctx.x(1)] + loop_args(ctx, [0, 1]) + [expr(a.dtype)]
         return f"AOTC_BINARY({', '.join(args)});"
 
-    return OpDef(op_type, infer, emit, evaluate, since=7,
-                 supports_exact=True, in_place_inputs=(0, 1) if out_type is None else ())
+    # Comparisons and logic are exact by nature; float arithmetic becomes exact once its
+    # kernels rewrite NaN results canonically (exact mode's rule).
+    return OpDef(op_type, infer, emit, evaluate, since=7, supports_exact=out_type is not None,
+                 in_place_inputs=(0, 1) if out_type is None else ())
 
 
 def _where_infer(ctx):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .. import ops
-from ..errors import Unsupported
+from ..errors import ExactModeUnavailable, Unsupported
 from ..ops.base import TensorType
 from . import memory, shapes as shape_inference
 
@@ -95,6 +95,11 @@ def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None):
         if op.scratch is not None:
             step.scratch_bytes = int(op.scratch(ctx))
         steps.append(step)
+
+    if mode == "exact":
+        lacking = [f"{s.node.op_type}" for s in steps if not s.op.supports_exact and not s.op.view_of_input]
+        if lacking:
+            raise ExactModeUnavailable(lacking)
 
     outputs, copies, direct = [], [], set()
     for i, name in enumerate(output_names):

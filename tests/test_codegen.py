@@ -1,0 +1,92 @@
+"""The generated C: warning-free C99, model text only as escaped data, linkable twice."""
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import aotc
+from aotc.codegen import cnames
+from oracle import make_model, random
+
+HOSTILE = ['a*/b', 'q"uote', "back\\slash", "new\nline", "#include <stdio.h>", "tri??/graph",
+           "nul\0byte", "non-ascii \u00e9\u4e2d", "*/ int evil(void) { return 1; } /*", "", " "]
+CC = shutil.which(os.environ.get("CC", "cc"))
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic-errors", "-I.", "-Wa,-I."]
+
+
+def _hostile_model():
+    names = [f"v{i}{s}" for i, s in enumerate(HOSTILE)]
+    nodes, prev = [], "in" + HOSTILE[0]
+    for i, name in enumerate(names):
+        nodes.append(helper.make_node("Relu" if i % 2 else "Neg", [prev], [name], name=HOSTILE[i]))
+        prev = name
+    model = make_model(nodes, [("in" + HOSTILE[0], np.float32, (3,))], [(prev, np.float32, (3,))])
+    model.graph.name = HOSTILE[3]
+    model.graph.doc_string = HOSTILE[4]
+    return model
+
+
+def test_hostile_names_reach_the_c_only_escaped(tmp_path):
+    sess = aotc.compile(_hostile_model(), out_dir=tmp_path)
+    x = random((3,))
+    expected = x
+    for i in range(len(HOSTILE)):
+        expected = np.maximum(expected, 0) if i % 2 else -expected
+    np.testing.assert_array_equal(sess.run(x), expected)
+    source = (tmp_path / f"{sess.name}.c").read_text() + (tmp_path / f"{sess.name}.h").read_text()
+    for text in HOSTILE:
+        if len(text.strip()) > 3:
+            assert text not in source
+    assert "??" not in source and "{ return 1; }" not in source
+
+
+def test_names_that_sanitize_alike_get_distinct_identifiers():
+    namer = cnames.Namer("t")
+    assert len({namer("a-b"), namer("a_b"), namer("a b"), namer("a.b")}) == 4
+    assert namer("a-b") == namer("a-b")
+
+
+def test_string_literals_hold_the_exact_bytes():
+    lit = cnames.string_literal("é?\"\\\n*/")
+    assert "?" not in lit and "*/" not in lit and "\n" not in lit
+    raw = bytes(int(o, 8) for o in lit.strip('"').split("\\")[1:])
+    assert raw == "é?\"\\\n*/".encode()
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+@pytest.mark.parametrize("extra", [[], ["-DAOTC_NO_THREADS"]])
+def test_generated_c_compiles_strictly(tmp_path, extra):
+    sess = aotc.compile(_hostile_model(), out_dir=tmp_path)
+    cmd = [CC, *STRICT, *extra, "-c", f"{sess.name}.c", "-o", "strict.o"]
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_two_models_link_into_one_program(tmp_path):
+    for name, op in (("first", "Neg"), ("second", "Relu")):
+        model = make_model([helper.make_node(op, ["x"], ["y"])], [("x", np.float32, (2,))],
+                           [("y", np.float32, (2,))])
+        aotc.compile(model, out_dir=tmp_path / name, name=name,
+                     weights="c" if name == "second" else "incbin")
+    (tmp_path / "main.c").write_text(r'''
+#include <stdio.h>
+#include "first.h"
+#include "second.h"
+static unsigned char ws[256] __attribute__((aligned(64)));
+int main(void) {
+  float x[2] = {1.5f, -2.0f}, a[2], b[2];
+  if (first_run(ws, x, a) || second_run(ws, a, b)) return 1;
+  printf("%g %g %g %g\n", a[0], a[1], b[0], b[1]);
+  return 0;
+}
+''')
+    cmd = [CC, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-Ifirst", "-Isecond", "-Wa,-Ifirst",
+           "main.c", "first/first.c", "second/second.c", "-o", "both", "-lpthread", "-lm"]
+    build = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(tmp_path / "both")], capture_output=True, text=True)
+    assert run.stdout.split() == ["-1.5", "2", "0", "2"]

@@ -1,0 +1,106 @@
+"""The plan: constant evaluation, dead nodes, and a workspace that never lets a value
+be overwritten while it is still read."""
+import numpy as np
+import pytest
+from onnx import helper
+
+import aotc
+from aotc.plan.memory import ALIGN, Slab
+from oracle import assert_matches_ort, make_model, random
+
+
+def test_slab_takes_the_best_fitting_free_block_and_coalesces():
+    slab = Slab()
+    a, b, c = slab.alloc(100), slab.alloc(300), slab.alloc(100)
+    assert (a, b, c) == (0, 128, 448)
+    slab.release(a, 100)
+    slab.release(c, 100)
+    assert slab.alloc(64) == a            # both fit; the first of the two smallest
+    slab.release(0, 64)
+    slab.release(b, 300)                  # joins the blocks on both sides
+    assert slab.free == [(0, 576)]
+    assert slab.alloc(500) == 0
+
+
+def test_slab_grows_a_free_block_at_the_top_instead_of_leaving_it():
+    slab = Slab()
+    slab.alloc(64)
+    top = slab.alloc(64)
+    slab.release(top, 64)
+    assert slab.alloc(256) == top
+    assert slab.top == top + 256
+
+
+def _chain(length, shape=(64, 64)):
+    nodes, prev = [], "x"
+    for i in range(length):
+        nodes.append(helper.make_node("Sigmoid", [prev], [f"v{i}"]))
+        prev = f"v{i}"
+    nodes.append(helper.make_node("Neg", [prev], ["y"]))
+    return make_model(nodes, [("x", np.float32, shape)], [("y", np.float32, shape)])
+
+
+def test_a_chain_of_in_place_operators_needs_one_block():
+    sess = aotc.compile(_chain(10))
+    block = 64 * 64 * 4
+    assert sess.report["intermediate_bytes"] == 10 * block
+    assert sess.report["workspace_bytes"] == block
+
+
+def _random_dag(seed, count=24, shape=(3, 5)):
+    """Element-wise nodes reading random earlier values: fan-out, long lives, reuse."""
+    rng = np.random.default_rng(seed)
+    values, nodes = ["x", "z"], []
+    for i in range(count):
+        op = rng.choice(["Add", "Mul", "Sub", "Tanh", "Sigmoid", "Max2"])
+        a, b = rng.choice(values, 2)
+        if op in ("Tanh", "Sigmoid"):
+            nodes.append(helper.make_node(op, [a], [f"v{i}"]))
+        elif op == "Max2":
+            nodes.append(helper.make_node("Where", [f"c{i}", a, b], [f"v{i}"]))
+            nodes.insert(len(nodes) - 1, helper.make_node("Greater", [a, b], [f"c{i}"]))
+        else:
+            nodes.append(helper.make_node(op, [a, b], [f"v{i}"]))
+        values.append(f"v{i}")
+    outputs = [values[-1], values[len(values) // 2], values[-3]]
+    return make_model(nodes, [("x", np.float32, shape), ("z", np.float32, shape)],
+                      [(o, np.float32, shape) for o in dict.fromkeys(outputs)])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_graphs_with_shared_values_match_onnxruntime(seed):
+    model = _random_dag(seed)
+    assert_matches_ort(model, {"x": random((3, 5), seed=seed), "z": random((3, 5), seed=seed + 100)},
+                       rtol=1e-5, atol=1e-6)
+
+
+def test_constant_subgraphs_fold_and_dead_nodes_go():
+    w1, w2 = random((300, 200), seed=1), random((300, 200), seed=2)   # 240 KB each
+    nodes = [helper.make_node("Add", ["w1", "w2"], ["w"]),           # folds: not larger than inputs
+             helper.make_node("Mul", ["x", "w"], ["y"]),
+             helper.make_node("Exp", ["x"], ["unused"])]              # reaches no output
+    model = make_model(nodes, [("x", np.float32, (300, 200))], [("y", np.float32, None)],
+                       {"w1": w1, "w2": w2})
+    sess = aotc.compile(model)
+    assert sess.report["nodes_before"] == {"Add": 1, "Mul": 1, "Exp": 1}
+    assert sess.report["nodes_after"] == {"Mul": 1}
+    x = random((300, 200), seed=3)
+    np.testing.assert_array_equal(sess.run(x), x * (w1 + w2))
+
+
+def test_outputs_that_are_inputs_constants_or_repeated_are_copied():
+    nodes = [helper.make_node("Relu", ["x"], ["r"])]
+    model = make_model(nodes, [("x", np.float32, (2, 3))],
+                       [("r", np.float32, (2, 3)), ("x", np.float32, (2, 3)), ("c", np.float32, (4,))],
+                       {"c": np.arange(4, dtype=np.float32)})
+    # 'r' twice is not valid ONNX, but the same value as output and as another's input is
+    x = random((2, 3))
+    out = aotc.compile(model).run({"x": x})
+    np.testing.assert_array_equal(out["r"], np.maximum(x, 0))
+    np.testing.assert_array_equal(out["x"], x)
+    np.testing.assert_array_equal(out["c"], np.arange(4, dtype=np.float32))
+
+
+def test_workspace_offsets_are_aligned():
+    sess = aotc.compile(_random_dag(1, shape=(3, 7)))
+    assert sess.report["workspace_bytes"] % ALIGN == 0
