@@ -1,4 +1,345 @@
+/* aotc runtime: convolution, fp32, NCHW (1-D, 2-D and 3-D).
+ *
+ * Every conv is described as a 3-D one: 1-D and 2-D convs get leading spatial dims of
+ * extent 1. Weights are [Cout, Cin/group, kd, kh, kw] row-major, which is already the
+ * A operand of a GEMM per group: [Cout_g, K] with K = Cin_g * kd * kh * kw.
+ *
+ * Three kernels, chosen at compile time by the shape:
+ *   aotc_conv_pointwise   1x1 kernel, stride 1, no pad: one GEMM per image and group;
+ *   aotc_conv_direct      one input channel per group (depthwise): direct loops,
+ *                         parallel over (channel, block of output rows);
+ *   aotc_conv_im2col      the rest: output pixels cut into column blocks, each block
+ *                         unfolded into scratch (im2col) straight into the GEMM's
+ *                         packed-B layout and multiplied by one aotc_sgemm_packed.
+ * Every output is a sum over (input channel, kz, ky, kx) in that order, plus the bias
+ * last; no work split depends on the thread count. */
 #ifndef AOTC_CONV_H_
 #define AOTC_CONV_H_
+
 #include "aotc_base.h"
+#include "aotc_threads.h"
+#include "aotc_gemm.h"
+
+typedef struct aotc_conv_geom {
+  int64_t batch, group, cin_g, cout_g;
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3];
+  int64_t pad[3];   /* leading pads; trailing pads only shape `out` */
+} aotc_conv_geom;
+
+AOTC_FN int64_t aotc_conv_volume_(const int64_t *dims) { return dims[0] * dims[1] * dims[2]; }
+
+/* The smallest o >= 0 with o * stride + offset >= bound (stride > 0). */
+AOTC_FN int64_t aotc_conv_first_at_least_(int64_t offset, int64_t stride, int64_t bound) {
+  return offset >= bound ? 0 : (bound - offset + stride - 1) / stride;
+}
+
+/* Output columns [lo, hi) within [0, n) whose input column o*stride+offset is in [0, width). */
+AOTC_FN void aotc_conv_valid_range_(int64_t offset, int64_t stride, int64_t width, int64_t n,
+                                    int64_t *lo, int64_t *hi) {
+  *lo = AOTC_MIN(aotc_conv_first_at_least_(offset, stride, 0), n);
+  *hi = AOTC_MAX(AOTC_MIN(aotc_conv_first_at_least_(offset, stride, width), n), *lo);
+}
+
+/* ---- 1x1, stride 1, no pad --------------------------------------------------------- */
+
+AOTC_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                                 const float *w, const float *bias, float *y,
+                                 unsigned char *scratch) {
+  int64_t pixels = aotc_conv_volume_(g->in), n, grp;
+  int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group;
+  for (n = 0; n < g->batch; n++)
+    for (grp = 0; grp < g->group; grp++)
+      aotc_sgemm(pool, g->cout_g, pixels, g->cin_g,
+                 w + grp * g->cout_g * g->cin_g, g->cin_g, 0,
+                 x + (n * cin + grp * g->cin_g) * pixels, pixels, 0,
+                 y + (n * cout + grp * g->cout_g) * pixels, pixels,
+                 bias ? bias + grp * g->cout_g : NULL, NULL, scratch);
+}
+
+/* ---- one input channel per group: direct ------------------------------------------- */
+
+typedef struct {
+  const aotc_conv_geom *g;
+  const float *x, *w, *bias;
+  float *y;
+  int64_t rows_per_task, tasks_per_channel;
+  int64_t inner_lo, inner_hi;   /* output columns where every kx tap is inside the row */
+} aotc_conv_direct_args_;
+
+/* yrow[ow] += sum over kx in order of wx[kx] * src[ow * sw + kx * dw - pw], for the
+ * columns [ow0, ow1) where every tap is inside the input row. */
+AOTC_FN void aotc_conv_direct_interior_(const aotc_conv_geom *g, const float *AOTC_RESTRICT src,
+                                        const float *AOTC_RESTRICT wx,
+                                        float *AOTC_RESTRICT yrow, int64_t ow0, int64_t ow1) {
+  int64_t sw = g->stride[2], dw = g->dilation[2], kx, ow;
+  const float *s = src + (ow0 * sw - g->pad[2]);   /* in range: ow0 is interior */
+  float *y = yrow + ow0;
+  int64_t n = ow1 - ow0;
+  if (g->kernel[2] == 3) {   /* the common case, fused so each output is loaded once */
+    float w0 = wx[0], w1 = wx[1], w2 = wx[2];
+    if (sw == 1 && dw == 1) {
+      for (ow = 0; ow < n; ow++) {
+        float acc = y[ow];
+        acc += w0 * s[ow];
+        acc += w1 * s[ow + 1];
+        acc += w2 * s[ow + 2];
+        y[ow] = acc;
+      }
+    } else {
+      for (ow = 0; ow < n; ow++) {
+        float acc = y[ow];
+        acc += w0 * s[ow * sw];
+        acc += w1 * s[ow * sw + dw];
+        acc += w2 * s[ow * sw + 2 * dw];
+        y[ow] = acc;
+      }
+    }
+    return;
+  }
+  for (kx = 0; kx < g->kernel[2]; kx++) {
+    const float *t = s + kx * dw;
+    float wv = wx[kx];
+    if (sw == 1) {
+      for (ow = 0; ow < n; ow++) y[ow] += wv * t[ow];
+    } else {
+      for (ow = 0; ow < n; ow++) y[ow] += wv * t[ow * sw];
+    }
+  }
+}
+
+/* One output row of a 3x3 kernel whose three input rows all exist: the nine taps in one
+ * pass, in the order of the general path (0, then ky and kx in order, then the bias). */
+AOTC_FN void aotc_conv_direct_row_3x3_(const aotc_conv_geom *g, const float *AOTC_RESTRICT r0,
+                                       const float *AOTC_RESTRICT r1, const float *AOTC_RESTRICT r2,
+                                       const float *AOTC_RESTRICT w, float bias,
+                                       float *AOTC_RESTRICT yrow, int64_t inner_lo, int64_t inner_hi) {
+  int64_t sw = g->stride[2], dw = g->dilation[2], pw = g->pad[2], ow, ky, kx;
+  int64_t n = inner_hi - inner_lo, base = inner_lo * sw - pw;
+  const float *rows[3];
+  float *y = yrow + inner_lo;
+  if (sw == 1 && dw == 1) {
+    const float *a = r0 + base, *b = r1 + base, *c = r2 + base;
+    for (ow = 0; ow < n; ow++) {
+      float acc = 0.0f;
+      acc += w[0] * a[ow];
+      acc += w[1] * a[ow + 1];
+      acc += w[2] * a[ow + 2];
+      acc += w[3] * b[ow];
+      acc += w[4] * b[ow + 1];
+      acc += w[5] * b[ow + 2];
+      acc += w[6] * c[ow];
+      acc += w[7] * c[ow + 1];
+      acc += w[8] * c[ow + 2];
+      y[ow] = acc + bias;
+    }
+  } else {
+    const float *a = r0 + base, *b = r1 + base, *c = r2 + base;
+    for (ow = 0; ow < n; ow++) {
+      int64_t i = ow * sw;
+      float acc = 0.0f;
+      acc += w[0] * a[i];
+      acc += w[1] * a[i + dw];
+      acc += w[2] * a[i + 2 * dw];
+      acc += w[3] * b[i];
+      acc += w[4] * b[i + dw];
+      acc += w[5] * b[i + 2 * dw];
+      acc += w[6] * c[i];
+      acc += w[7] * c[i + dw];
+      acc += w[8] * c[i + 2 * dw];
+      y[ow] = acc + bias;
+    }
+  }
+  rows[0] = r0;
+  rows[1] = r1;
+  rows[2] = r2;
+  for (ow = 0; ow < g->out[2]; ow++) {   /* the border columns, tap by tap */
+    float acc = 0.0f;
+    if (ow == inner_lo && n > 0) ow = inner_hi;
+    if (ow >= g->out[2]) break;
+    for (ky = 0; ky < 3; ky++)
+      for (kx = 0; kx < 3; kx++) {
+        int64_t iw = ow * sw + kx * dw - pw;
+        if (iw >= 0 && iw < g->in[2]) acc += w[ky * 3 + kx] * rows[ky][iw];
+      }
+    yrow[ow] = acc + bias;
+  }
+}
+
+/* One output row (fixed od, oh) of one output channel. */
+AOTC_FN void aotc_conv_direct_row_(const aotc_conv_geom *g, const float *AOTC_RESTRICT plane,
+                                   const float *AOTC_RESTRICT wk, float bias,
+                                   float *AOTC_RESTRICT yrow, int64_t od, int64_t oh,
+                                   int64_t inner_lo, int64_t inner_hi) {
+  int64_t kz, ky, kx, ow, ow_n = g->out[2], kw = g->kernel[2];
+  int64_t sw = g->stride[2], dw = g->dilation[2], pw = g->pad[2];
+  if (g->kernel[0] == 1 && g->kernel[1] == 3 && kw == 3) {
+    int64_t iz = od * g->stride[0] - g->pad[0];
+    int64_t iy = oh * g->stride[1] - g->pad[1], dh = g->dilation[1];
+    if (iz >= 0 && iz < g->in[0] && iy >= 0 && iy + 2 * dh < g->in[1]) {
+      const float *r0 = plane + (iz * g->in[1] + iy) * g->in[2];
+      aotc_conv_direct_row_3x3_(g, r0, r0 + dh * g->in[2], r0 + 2 * dh * g->in[2], wk, bias,
+                                yrow, inner_lo, inner_hi);
+      return;
+    }
+  }
+  for (ow = 0; ow < ow_n; ow++) yrow[ow] = 0.0f;
+  for (kz = 0; kz < g->kernel[0]; kz++) {
+    int64_t iz = od * g->stride[0] - g->pad[0] + kz * g->dilation[0];
+    if (iz < 0 || iz >= g->in[0]) continue;
+    for (ky = 0; ky < g->kernel[1]; ky++) {
+      int64_t iy = oh * g->stride[1] - g->pad[1] + ky * g->dilation[1];
+      const float *src, *wx;
+      if (iy < 0 || iy >= g->in[1]) continue;
+      src = plane + (iz * g->in[1] + iy) * g->in[2];
+      wx = wk + (kz * g->kernel[1] + ky) * kw;
+      if (inner_hi > inner_lo) aotc_conv_direct_interior_(g, src, wx, yrow, inner_lo, inner_hi);
+      for (ow = 0; ow < ow_n; ow++) {   /* the border columns, tap by tap */
+        float acc;
+        if (ow == inner_lo && inner_hi > inner_lo) ow = inner_hi;
+        if (ow >= ow_n) break;
+        acc = yrow[ow];
+        for (kx = 0; kx < kw; kx++) {
+          int64_t iw = ow * sw + kx * dw - pw;
+          if (iw >= 0 && iw < g->in[2]) acc += wx[kx] * src[iw];
+        }
+        yrow[ow] = acc;
+      }
+    }
+  }
+  for (ow = 0; ow < ow_n; ow++) yrow[ow] += bias;
+}
+
+AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
+  const aotc_conv_direct_args_ *a = (const aotc_conv_direct_args_ *)arg;
+  const aotc_conv_geom *g = a->g;
+  int64_t channel = task / a->tasks_per_channel;            /* n * Cout + co */
+  int64_t cout = g->cout_g * g->group, co = channel % cout, n = channel / cout;
+  int64_t ci = n * g->group + co / g->cout_g;                 /* n * Cin + input channel */
+  int64_t rows = g->out[0] * g->out[1];
+  int64_t r0 = (task % a->tasks_per_channel) * a->rows_per_task;
+  int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows), r;
+  const float *plane = a->x + ci * aotc_conv_volume_(g->in);
+  const float *wk = a->w + co * aotc_conv_volume_(g->kernel);
+  float bias = a->bias ? a->bias[co] : 0.0f;
+  int64_t od = r0 / g->out[1], oh = r0 % g->out[1];
+  float *yrow = a->y + channel * aotc_conv_volume_(g->out) + r0 * g->out[2];
+  for (r = r0; r < r1; r++, yrow += g->out[2]) {
+    aotc_conv_direct_row_(g, plane, wk, bias, yrow, od, oh, a->inner_lo, a->inner_hi);
+    if (++oh == g->out[1]) {
+      oh = 0;
+      od++;
+    }
+  }
+}
+
+AOTC_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                              const float *w, const float *bias, float *y) {
+  aotc_conv_direct_args_ a;
+  int64_t rows = g->out[0] * g->out[1], unused;
+  a.g = g;
+  a.x = x;
+  a.w = w;
+  a.bias = bias;
+  a.y = y;
+  /* about 8K outputs per task: enough to hide the dispatch, small enough to spread */
+  a.rows_per_task = AOTC_MAX(1, AOTC_MIN(rows, 8192 / AOTC_MAX(g->out[2], 1)));
+  a.tasks_per_channel = (rows + a.rows_per_task - 1) / a.rows_per_task;
+  aotc_conv_valid_range_(-g->pad[2], g->stride[2], g->in[2], g->out[2], &a.inner_lo, &unused);
+  aotc_conv_valid_range_((g->kernel[2] - 1) * g->dilation[2] - g->pad[2], g->stride[2], g->in[2],
+                         g->out[2], &unused, &a.inner_hi);
+  a.inner_hi = AOTC_MAX(a.inner_hi, a.inner_lo);
+  aotc_parallel_for(pool, g->batch * g->group * g->cout_g * a.tasks_per_channel,
+                    aotc_conv_direct_task_, &a);
+}
+
+/* ---- general: im2col by column blocks, then GEMM ---------------------------------- */
+
+/* Row k = (ci, kz, ky, kx) of the unfolded matrix, output pixels [p, end): the input
+ * value under that kernel tap for each pixel (0 where it falls in the padding). */
+AOTC_FN void aotc_conv_unfold_(const aotc_conv_geom *g, const float *x, int64_t k, int64_t p,
+                               int64_t end, float *AOTC_RESTRICT dst) {
+  int64_t kvol = aotc_conv_volume_(g->kernel), tap = k % kvol;
+  int64_t kz = tap / (g->kernel[1] * g->kernel[2]);
+  int64_t ky = (tap / g->kernel[2]) % g->kernel[1], kx = tap % g->kernel[2];
+  int64_t oh_n = g->out[1], ow_n = g->out[2], sw = g->stride[2];
+  int64_t offset = kx * g->dilation[2] - g->pad[2], lo, hi;
+  const float *plane = x + (k / kvol) * aotc_conv_volume_(g->in);
+  aotc_conv_valid_range_(offset, sw, g->in[2], ow_n, &lo, &hi);
+  while (p < end) {   /* one segment [ow0, ow1) of one output row at a time */
+    int64_t row = p / ow_n, ow0 = p % ow_n, ow1 = AOTC_MIN(ow_n, ow0 + (end - p));
+    int64_t od = row / oh_n, oh = row % oh_n, ow;
+    int64_t iz = od * g->stride[0] - g->pad[0] + kz * g->dilation[0];
+    int64_t iy = oh * g->stride[1] - g->pad[1] + ky * g->dilation[1];
+    if (iz < 0 || iz >= g->in[0] || iy < 0 || iy >= g->in[1]) {
+      for (ow = ow0; ow < ow1; ow++) dst[ow - ow0] = 0.0f;
+    } else {
+      const float *src = plane + (iz * g->in[1] + iy) * g->in[2];
+      int64_t a0 = AOTC_MIN(AOTC_MAX(ow0, lo), ow1), a1 = AOTC_MAX(AOTC_MIN(ow1, hi), a0);
+      for (ow = ow0; ow < a0; ow++) dst[ow - ow0] = 0.0f;
+      if (sw == 1) {
+        if (a1 > a0) memcpy(dst + (a0 - ow0), src + (a0 + offset), (size_t)(a1 - a0) * sizeof(float));
+      } else {
+        for (ow = a0; ow < a1; ow++) dst[ow - ow0] = src[ow * sw + offset];
+      }
+      for (ow = a1; ow < ow1; ow++) dst[ow - ow0] = 0.0f;
+    }
+    dst += ow1 - ow0;
+    p += ow1 - ow0;
+  }
+}
+
+typedef struct {
+  const aotc_conv_geom *g;
+  const float *x;      /* first input channel of this image and group */
+  float *packed;       /* the unfolded block [K, ncols] in the GEMM's packed-B layout */
+  int64_t k, first, ncols, strips;
+} aotc_conv_im2col_args_;
+
+/* One kc x NR panel (K-block, strip) of the packed unfolded block: the GEMM's packed-B
+ * layout (runtime_c/aotc_gemm.h), written directly so the GEMM skips its own packing. */
+AOTC_FN void aotc_conv_im2col_panel_(void *arg, int64_t t) {
+  const aotc_conv_im2col_args_ *a = (const aotc_conv_im2col_args_ *)arg;
+  int64_t pc = t / a->strips * AOTC_SGEMM_KC, s = t % a->strips;
+  int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, a->k - pc), i, j;
+  int64_t c0 = s * AOTC_SGEMM_NR, c1 = AOTC_MIN(c0 + AOTC_SGEMM_NR, a->ncols);
+  float *dst = a->packed + pc * a->strips * AOTC_SGEMM_NR + s * kc * AOTC_SGEMM_NR;
+  for (i = 0; i < kc; i++, dst += AOTC_SGEMM_NR) {
+    aotc_conv_unfold_(a->g, a->x, pc + i, a->first + c0, a->first + c1, dst);
+    for (j = c1 - c0; j < AOTC_SGEMM_NR; j++) dst[j] = 0.0f;
+  }
+}
+
+/* Bytes of scratch before the GEMM's own: the packed [K, block_cols] unfolded block. */
+AOTC_FN size_t aotc_conv_im2col_bytes(const aotc_conv_geom *g, int64_t block_cols) {
+  int64_t floats = aotc_sgemm_packed_b_floats(block_cols, g->cin_g * aotc_conv_volume_(g->kernel));
+  return ((size_t)floats * sizeof(float) + 63u) / 64u * 64u;
+}
+
+/* Output pixels in blocks of block_cols; each block unfolded into scratch and multiplied.
+ * scratch: aotc_conv_im2col_bytes(g, block_cols), then
+ * aotc_sgemm_packed_scratch_bytes(Cout_g, block_cols, K). */
+AOTC_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t block_cols,
+                              const float *x, const float *w, const float *bias, float *y,
+                              unsigned char *scratch) {
+  aotc_conv_im2col_args_ a;
+  int64_t in_px = aotc_conv_volume_(g->in), out_px = aotc_conv_volume_(g->out);
+  int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group, n, grp;
+  unsigned char *gemm_scratch = scratch + aotc_conv_im2col_bytes(g, block_cols);
+  a.g = g;
+  a.k = g->cin_g * aotc_conv_volume_(g->kernel);
+  a.packed = (float *)(void *)scratch;
+  for (n = 0; n < g->batch; n++)
+    for (grp = 0; grp < g->group; grp++)
+      for (a.first = 0; a.first < out_px; a.first += block_cols) {
+        a.ncols = AOTC_MIN(block_cols, out_px - a.first);
+        a.strips = (a.ncols + AOTC_SGEMM_NR - 1) / AOTC_SGEMM_NR;
+        a.x = x + (n * cin + grp * g->cin_g) * in_px;
+        aotc_parallel_for(pool, (a.k + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC * a.strips,
+                          aotc_conv_im2col_panel_, &a);
+        aotc_sgemm_packed(pool, g->cout_g, a.ncols, a.k, w + grp * g->cout_g * a.k, a.k, 0,
+                          a.packed, y + (n * cout + grp * g->cout_g) * out_px + a.first, out_px,
+                          bias ? bias + grp * g->cout_g : NULL, NULL, gemm_scratch);
+      }
+}
+
 #endif

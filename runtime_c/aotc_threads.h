@@ -39,7 +39,7 @@ typedef struct aotc_pool {
   pthread_cond_t wake, done;
   pthread_t workers[AOTC_MAX_THREADS];
   int nworkers, stop, busy, pending;
-  unsigned generation;
+  unsigned generation, start_generation;  /* workers begin from start_generation */
   aotc_task_fn fn;
   void *arg;
   int64_t count, next;
@@ -69,7 +69,7 @@ AOTC_FN void *aotc_pool_worker_(void *self) {
   aotc_pool *p = (aotc_pool *)self;
   unsigned seen;
   pthread_mutex_lock(&p->lock);
-  seen = p->generation;
+  seen = p->start_generation;   /* not generation: a dispatch may already have begun */
   for (;;) {
     aotc_task_fn fn;
     void *arg;
@@ -104,6 +104,7 @@ AOTC_FN void aotc_pool_set_threads(aotc_pool *p, int n) {
     pthread_mutex_lock(&p->lock);
     p->stop = 0;
     p->nworkers = 0;
+    p->start_generation = p->generation;
     for (i = 0; i < want; i++) {
       if (pthread_create(&p->workers[i], NULL, aotc_pool_worker_, p) != 0) break;
       p->nworkers++;

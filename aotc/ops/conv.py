@@ -1,2 +1,203 @@
-"""(being written)"""
-OPS = []
+"""Conv: fp32, NCHW, 1 to 3 spatial dims, any group, strides, pads, auto_pad, dilations.
+
+The kernel is chosen here by the shape (runtime_c/aotc_conv.h): a plain GEMM per image
+and group for 1x1 stride-1 unpadded convs, a direct kernel when every group has one
+input channel (depthwise), otherwise im2col by column blocks of bounded size, written
+straight into the GEMM's packed-B layout in the node's scratch, each block followed by
+one packed GEMM. The weight tensor is already the GEMM's A
+operand ([Cout_g, Cin_g * kernel volume] per group), so constant and run-time weights
+take the same path.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import OpDef, TensorType
+
+MAX_SPATIAL = 3
+IM2COL_BUDGET_BYTES = 2 << 20     # the unfolded block: about L2-sized
+BLOCK_COLUMN_MULTIPLE = 256       # a cut block is a whole number of GEMM column blocks
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """One conv as the C kernels see it: spatial tuples padded to 3 dims (leading 1s)."""
+    batch: int
+    group: int
+    cin_g: int
+    cout_g: int
+    spatial: int            # number of real spatial dims
+    in_dims: tuple
+    out_dims: tuple
+    kernel: tuple
+    strides: tuple
+    dilations: tuple
+    pads_begin: tuple
+
+    @property
+    def k(self):
+        return self.cin_g * int(np.prod(self.kernel))
+
+    @property
+    def out_pixels(self):
+        return int(np.prod(self.out_dims))
+
+    def kind(self):
+        if self.cin_g == 1:
+            return "direct"
+        if (all(d == 1 for d in self.kernel) and all(s == 1 for s in self.strides)
+                and self.in_dims == self.out_dims and not any(self.pads_begin)):
+            return "pointwise"
+        return "im2col"
+
+    def block_columns(self):
+        """Output pixels per im2col block: everything when it fits the budget, else
+        equal blocks rounded up to whole GEMM column tiles."""
+        fit = IM2COL_BUDGET_BYTES // (4 * self.k)
+        if self.out_pixels <= fit:
+            return self.out_pixels
+        fit = max(BLOCK_COLUMN_MULTIPLE, fit // BLOCK_COLUMN_MULTIPLE * BLOCK_COLUMN_MULTIPLE)
+        blocks = -(-self.out_pixels // fit)
+        per_block = -(-self.out_pixels // blocks)
+        return min(self.out_pixels, -(-per_block // BLOCK_COLUMN_MULTIPLE) * BLOCK_COLUMN_MULTIPLE)
+
+    def c_literal(self):
+        def arr(values):
+            return "{" + ", ".join(str(int(v)) for v in values) + "}"
+        return (f"&(const aotc_conv_geom){{.batch = {self.batch}, .group = {self.group}, "
+                f".cin_g = {self.cin_g}, .cout_g = {self.cout_g}, .in = {arr(self.in_dims)}, "
+                f".out = {arr(self.out_dims)}, .kernel = {arr(self.kernel)}, "
+                f".stride = {arr(self.strides)}, .dilation = {arr(self.dilations)}, "
+                f".pad = {arr(self.pads_begin)}}}")
+
+
+def _ints_attr(ctx, name, default, length):
+    values = [int(v) for v in ctx.attr(name, default)]
+    if len(values) != length:
+        raise ctx.fail(f"attribute {name} has {len(values)} values, expected {length}")
+    return values
+
+
+def _auto_pad(ctx):
+    mode = ctx.attr("auto_pad", "NOTSET")
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    if mode not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+        raise ctx.fail(f"auto_pad {mode!r} is not NOTSET, SAME_UPPER, SAME_LOWER or VALID")
+    return mode
+
+
+def _pads_and_output(ctx, in_dims, kernel, strides, dilations):
+    """(leading pads, output dims) per spatial dim, as the ONNX spec defines them."""
+    rank = len(in_dims)
+    mode = _auto_pad(ctx)
+    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    if mode in ("SAME_UPPER", "SAME_LOWER"):
+        out = [-(-i // s) for i, s in zip(in_dims, strides)]
+        total = [max(0, (o - 1) * s + e - i) for o, s, e, i in zip(out, strides, spans, in_dims)]
+        begin = [t // 2 if mode == "SAME_UPPER" else t - t // 2 for t in total]
+        return begin, out
+    if mode == "VALID":
+        pads = [0] * (2 * rank)
+    else:
+        pads = _ints_attr(ctx, "pads", [0] * (2 * rank), 2 * rank)
+        if any(p < 0 for p in pads):
+            raise ctx.fail(f"pads {pads} must not be negative")
+    out = []
+    for i, (size, e, s) in enumerate(zip(in_dims, spans, strides)):
+        padded = size + pads[i] + pads[i + rank]
+        if padded < e:
+            raise ctx.fail(f"spatial dim {i}: the kernel span {e} (with dilation) exceeds the "
+                           f"padded input {padded}")
+        out.append((padded - e) // s + 1)
+    return pads[:rank], out
+
+
+def _geometry(ctx):
+    ctx.require_inputs(2, 3)
+    ctx.require_dtype(0, (np.float32,))
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    if w.dtype != x.dtype:
+        raise ctx.fail(f"W has element type {w.dtype}, X has {x.dtype}")
+    if x.rank < 3:
+        raise ctx.fail(f"X must be [N, C, spatial...], has shape {list(x.shape)}")
+    spatial = x.rank - 2
+    if spatial > MAX_SPATIAL:
+        raise ctx.unsupported(f"Conv with {spatial} spatial dims (at most {MAX_SPATIAL} supported)")
+    if w.rank != x.rank:
+        raise ctx.fail(f"W shape {list(w.shape)} must have the rank of X shape {list(x.shape)}")
+    group = int(ctx.attr("group", 1))
+    batch, cin = x.shape[:2]
+    cout, cin_g = w.shape[:2]
+    if group < 1:
+        raise ctx.fail(f"group {group} must be at least 1")
+    if cin != cin_g * group:
+        raise ctx.fail(f"X has {cin} channels but W expects {cin_g} per group x {group} groups")
+    if cout % group:
+        raise ctx.fail(f"W has {cout} output channels, not a multiple of group {group}")
+    if cin_g == 0:
+        raise ctx.unsupported("Conv with zero input channels")
+    kernel = [int(d) for d in w.shape[2:]]
+    if ctx.attr("kernel_shape") is not None and [int(k) for k in ctx.attr("kernel_shape")] != kernel:
+        raise ctx.fail(f"kernel_shape {list(ctx.attr('kernel_shape'))} does not match "
+                       f"W's spatial shape {kernel}")
+    if ctx.has_input(2) and tuple(ctx.inputs[2].shape) != (cout,):
+        raise ctx.fail(f"B has shape {list(ctx.inputs[2].shape)}, expected [{cout}]")
+    if ctx.has_input(2) and ctx.inputs[2].dtype != x.dtype:
+        raise ctx.fail(f"B has element type {ctx.inputs[2].dtype}, X has {x.dtype}")
+    strides = _ints_attr(ctx, "strides", [1] * spatial, spatial)
+    dilations = _ints_attr(ctx, "dilations", [1] * spatial, spatial)
+    if any(v < 1 for v in strides + dilations + kernel):
+        raise ctx.fail(f"strides {strides}, dilations {dilations} and kernel {kernel} "
+                       f"must all be at least 1")
+    in_dims = [int(d) for d in x.shape[2:]]
+    pads, out = _pads_and_output(ctx, in_dims, kernel, strides, dilations)
+
+    def lead(values, fill):
+        return tuple([fill] * (MAX_SPATIAL - spatial) + [int(v) for v in values])
+    return ConvGeometry(int(batch), group, int(cin_g), int(cout) // group, spatial,
+                        lead(in_dims, 1), lead(out, 1), lead(kernel, 1), lead(strides, 1),
+                        lead(dilations, 1), lead(pads, 0))
+
+
+def _infer(ctx):
+    g = _geometry(ctx)
+    shape = (g.batch, g.cout_g * g.group) + g.out_dims[MAX_SPATIAL - g.spatial:]
+    return [TensorType(np.dtype(np.float32), shape)]
+
+
+def _align(n):
+    return (n + 63) // 64 * 64
+
+
+def _scratch(ctx):
+    g = _geometry(ctx)
+    if ctx.outputs and ctx.outputs[0].numel == 0:
+        return 0
+    from .matmul import NR, sgemm_packed_scratch_bytes, sgemm_scratch_bytes
+    kind = g.kind()
+    if kind == "pointwise":
+        return sgemm_scratch_bytes(g.cout_g, g.out_pixels, g.cin_g)
+    if kind == "im2col":
+        block = g.block_columns()
+        packed_block = _align(4 * g.k * ((block + NR - 1) // NR * NR))
+        return packed_block + sgemm_packed_scratch_bytes(g.cout_g, block, g.k)
+    return 0
+
+
+def _emit(ctx):
+    if ctx.outputs[0].numel == 0:
+        return ""
+    g = _geometry(ctx)
+    bias = ctx.x(2) if ctx.has_input(2) else "NULL"
+    kind = g.kind()
+    if kind == "direct":
+        return f"aotc_conv_direct({ctx.pool}, {g.c_literal()}, {ctx.x(0)}, {ctx.x(1)}, {bias}, {ctx.y(0)});"
+    if kind == "pointwise":
+        return (f"aotc_conv_pointwise({ctx.pool}, {g.c_literal()}, {ctx.x(0)}, {ctx.x(1)}, "
+                f"{bias}, {ctx.y(0)}, {ctx.scratch});")
+    return (f"aotc_conv_im2col({ctx.pool}, {g.c_literal()}, {g.block_columns()}, {ctx.x(0)}, "
+            f"{ctx.x(1)}, {bias}, {ctx.y(0)}, {ctx.scratch});")
+
+
+OPS = [OpDef("Conv", _infer, _emit, scratch=_scratch, since=1)]

@@ -1,0 +1,240 @@
+"""Conv against onnxruntime: 1-D, 2-D and 3-D, groups, strides, dilations, pads and
+auto_pad, bias, and the three kernels (pointwise GEMM, direct depthwise, im2col)."""
+import subprocess
+
+import numpy as np
+import pytest
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+
+import aotc
+from oracle import assert_matches_ort, make_model, random, relative_error, run_ort
+from sanitize import CC, run_sanitized
+
+# Sums of up to a few hundred products of values in [-2, 2]: compare relative to the
+# output's scale, since the GEMM may block its accumulation differently from ORT.
+RTOL, ATOL = 1e-4, 1e-4
+
+
+def conv_model(x_shape, w_shape, bias=True, opset=17, weight_input=False, **attrs):
+    inputs = ["x", "w"] + (["b"] if bias else [])
+    inits = {"b": random((w_shape[0],), seed=2)} if bias else {}
+    graph_inputs = [("x", np.float32, x_shape)]
+    if weight_input:
+        graph_inputs.append(("w", np.float32, w_shape))
+    else:
+        inits["w"] = random(w_shape, seed=1, low=-0.5, high=0.5)
+    return make_model([helper.make_node("Conv", inputs, ["y"], **attrs)], graph_inputs,
+                      [("y", np.float32, None)], inits, opset=opset)
+
+
+def check(x_shape, w_shape, bias=True, opset=17, **attrs):
+    model = conv_model(x_shape, w_shape, bias, opset, **attrs)
+    return assert_matches_ort(model, {"x": random(x_shape)}, rtol=RTOL, atol=ATOL)
+
+
+def check_many(x_shape, convs, opset=17):
+    """Several convs of one input in one model (one compile): convs are
+    (weight shape, with bias, attributes)."""
+    nodes, inits, outputs = [], {}, []
+    for i, (w_shape, bias, attrs) in enumerate(convs):
+        inits[f"w{i}"] = random(w_shape, seed=10 + i, low=-0.5, high=0.5)
+        if bias:
+            inits[f"b{i}"] = random((w_shape[0],), seed=50 + i)
+        inputs = ["x", f"w{i}"] + ([f"b{i}"] if bias else [])
+        nodes.append(helper.make_node("Conv", inputs, [f"y{i}"], name=f"conv{i}", **attrs))
+        outputs.append((f"y{i}", np.float32, None))
+    model = make_model(nodes, [("x", np.float32, x_shape)], outputs, inits, opset=opset)
+    return assert_matches_ort(model, {"x": random(x_shape)}, rtol=RTOL, atol=ATOL)
+
+
+def kernel_used(tmp_path, model):
+    """Which conv kernel the generated C calls (exactly one conv node in the model)."""
+    sess = aotc.compile(model, out_dir=tmp_path, name="convk")
+    code = (tmp_path / "convk.c").read_text()
+    kinds = [k for k in ("pointwise", "direct", "im2col") if f"aotc_conv_{k}(" in code]
+    assert len(kinds) == 1, kinds
+    return kinds[0], sess
+
+
+# ---- 2-D, every attribute form -----------------------------------------------------
+
+def test_2d_pads_odd_sizes_batch_2_with_and_without_bias():
+    check_many((2, 5, 13, 11), [((4, 5, 3, 3), bias, {"pads": pads}) for bias in (True, False)
+                                for pads in ([0, 0, 0, 0], [1, 1, 1, 1], [1, 0, 2, 3], [0, 2, 1, 0])])
+
+
+def test_2d_strides_and_dilations():
+    check_many((2, 5, 13, 11), [((3, 5, 3, 2), True, {"strides": s, "dilations": d, "pads": [1, 2, 0, 1]})
+                                for s, d in [([2, 2], [1, 1]), ([1, 3], [1, 1]), ([1, 1], [2, 2]),
+                                             ([2, 1], [1, 3]), ([3, 2], [2, 2])]])
+
+
+@pytest.mark.parametrize("auto_pad", ["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"])
+def test_2d_auto_pad(auto_pad):
+    # even kernel dims make SAME_UPPER and SAME_LOWER pad differently
+    check_many((2, 5, 13, 11), [((4, 5, 4, 3), True, {"auto_pad": auto_pad, "strides": s})
+                                for s in ([1, 1], [2, 2], [3, 2])])
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_same_padding_with_dilation(auto_pad):
+    # onnxruntime refuses dilation with SAME padding; onnx.reference follows the spec
+    model = conv_model((1, 3, 12, 9), (2, 3, 3, 2), auto_pad=auto_pad, dilations=[2, 3], strides=[2, 1])
+    x = random((1, 3, 12, 9))
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    got = aotc.compile(model).run({"x": x})["y"]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_groups():
+    check_many((2, 6, 13, 11), [((12, 6 // g, 3, 3), True, {"group": g, "pads": [1, 1, 0, 2], "strides": [1, 2]})
+                                for g in (1, 2, 3)])
+
+
+def test_depthwise():
+    check_many((2, 7, 13, 11), [((7, 1, 3, 3), bias, {"group": 7, "strides": s, "pads": p})
+                                for bias in (True, False)
+                                for s, p in [([1, 1], [1, 1, 1, 1]), ([2, 2], [1, 1, 1, 1]),
+                                             ([2, 2], [0, 0, 1, 1]), ([1, 2], [2, 0, 1, 1])]])
+
+
+def test_one_input_channel_per_group_variants():
+    check_many((2, 4, 13, 11), [((8, 1, 3, 5), True, {"group": 4, "dilations": [2, 1], "pads": [2, 2, 2, 2]}),
+                                ((4, 1, 5, 5), False, {"group": 4, "strides": [3, 2]}),
+                                ((4, 1, 1, 1), True, {"group": 4}),
+                                ((4, 1, 3, 3), True, {"group": 4, "dilations": [2, 3], "pads": [2, 1, 3, 2],
+                                                      "strides": [1, 2]})])
+    check((2, 1, 13, 11), (6, 1, 5, 5), pads=[2, 2, 2, 2], strides=[2, 2])
+
+
+def test_kernel_larger_than_input_with_padding():
+    check((1, 2, 3, 2), (3, 2, 5, 5), pads=[2, 2, 2, 3])
+
+
+# ---- 1-D and 3-D -------------------------------------------------------------------
+
+def test_1d():
+    cases = [{}, {"pads": [2, 1]}, {"strides": [2], "dilations": [2]},
+             {"auto_pad": "SAME_UPPER", "strides": [2]}, {"auto_pad": "SAME_LOWER"},
+             {"auto_pad": "VALID", "strides": [3]}, {"group": 5, "pads": [1, 1]}]
+    check_many((2, 5, 29), [((5, 1 if a.get("group") else 5, 4), True, a) for a in cases]
+               + [((3, 5, 1), False, {})])
+
+
+def test_3d():
+    cases = [{"pads": [1, 0, 1, 0, 1, 1]}, {"strides": [2, 1, 2], "auto_pad": "SAME_LOWER"},
+             {"group": 3, "dilations": [1, 2, 1]}]
+    check_many((2, 3, 6, 7, 5), [((3, 1 if a.get("group") else 3, 3, 2, 3), True, a) for a in cases]
+               + [((4, 3, 1, 1, 1), True, {})])
+
+
+# ---- the shapes of real models ------------------------------------------------------
+
+def test_resnet_stem_7x7_stride_2():
+    check((1, 3, 224, 224), (16, 3, 7, 7), pads=[3, 3, 3, 3], strides=[2, 2], kernel_shape=[7, 7])
+
+
+def test_projection_1x1_stride_2():
+    check((2, 16, 14, 14), (32, 16, 1, 1), strides=[2, 2])
+
+
+def test_pointwise():
+    check_many((2, 6, 13, 11), [((8, 6 // g, 1, 1), bias, {"group": g}) for g, bias in [(1, True), (2, False)]])
+
+
+def test_im2col_cut_into_ragged_column_blocks():
+    # K = 64 * 9: the 40x40 output is cut into blocks that end mid-row
+    check((1, 64, 40, 40), (8, 64, 3, 3), pads=[1, 1, 1, 1])
+
+
+def test_mobilenet_pad_then_depthwise_stride_2():
+    nodes = [helper.make_node("Pad", ["x", "p"], ["xp"]),
+             helper.make_node("Conv", ["xp", "w", "b"], ["y"], group=8, strides=[2, 2])]
+    inits = {"p": np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64), "w": random((8, 1, 3, 3), seed=1),
+             "b": random((8,), seed=2)}
+    model = make_model(nodes, [("x", np.float32, (1, 8, 16, 16))], [("y", np.float32, None)], inits)
+    assert_matches_ort(model, {"x": random((1, 8, 16, 16))}, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("opset", [7, 11, 22])
+def test_opsets(opset):
+    check((2, 5, 13, 11), (4, 5, 3, 3), opset=opset, auto_pad="SAME_UPPER")
+
+
+def test_weights_as_run_time_input():
+    for w_shape, attrs in [((4, 5, 3, 3), {"pads": [1, 1, 1, 1]}), ((5, 1, 3, 3), {"group": 5}),
+                           ((4, 5, 1, 1), {})]:
+        model = conv_model((2, 5, 13, 11), w_shape, weight_input=True, **attrs)
+        feeds = {"x": random((2, 5, 13, 11)), "w": random(w_shape, seed=7)}
+        assert_matches_ort(model, feeds, rtol=RTOL, atol=ATOL)
+
+
+# ---- kernel choice, threads, sanitizers ---------------------------------------------
+
+@pytest.mark.parametrize("w_shape, attrs, kind", [
+    ((8, 6, 1, 1), {}, "pointwise"),
+    ((8, 6, 1, 1), {"strides": [2, 2]}, "im2col"),
+    ((8, 6, 1, 1), {"pads": [0, 0, 1, 0]}, "im2col"),
+    ((6, 1, 3, 3), {"group": 6}, "direct"),
+    ((8, 6, 3, 3), {}, "im2col"),
+])
+def test_kernel_choice(tmp_path, w_shape, attrs, kind):
+    model = conv_model((1, 6, 9, 9), w_shape, **attrs)
+    used, sess = kernel_used(tmp_path, model)
+    assert used == kind
+    x = random((1, 6, 9, 9))
+    want = run_ort(model, {"x": x})["y"]
+    assert relative_error(sess.run({"x": x})["y"], want) < 1e-5
+
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs", [
+    ((2, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 32, 56, 56), (64, 32, 1, 1), {}),
+    ((2, 32, 57, 57), (32, 1, 3, 3), {"group": 32, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+])
+def test_bit_identical_across_thread_counts(x_shape, w_shape, attrs):
+    model = conv_model(x_shape, w_shape, **attrs)
+    x = random(x_shape)
+    one = aotc.compile(model, threads=1).run({"x": x})["y"]
+    two = aotc.compile(model, threads=2).run({"x": x})["y"]
+    assert one.tobytes() == two.tobytes()
+    assert relative_error(two, run_ort(model, {"x": x})["y"]) < 1e-5
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_runs_clean_under_sanitizers_and_warnings(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 0, 2, 1], strides=[2, 1]),
+             helper.make_node("Conv", ["a", "w2", "b2"], ["d"], group=4, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["d", "w3", "b3"], ["y"])]
+    inits = {"w1": random((4, 3, 3, 3), seed=1), "w2": random((4, 1, 3, 3), seed=2),
+             "b2": random((4,), seed=3), "w3": random((5, 4, 1, 1), seed=4), "b3": random((5,), seed=5)}
+    model = make_model(nodes, [("x", np.float32, (2, 3, 13, 11))], [("y", np.float32, None)], inits)
+    sess = aotc.compile(model, out_dir=tmp_path, name="convsan")
+    assert run_sanitized(tmp_path, sess.name).split()[0] == "y"
+    warnings = subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I.", "-Wa,-I.",
+                               "-c", "convsan.c", "-o", "warnings.o"],
+                              cwd=tmp_path, capture_output=True, text=True)
+    assert warnings.returncode == 0, warnings.stderr
+
+
+# ---- invalid and unsupported models -------------------------------------------------
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs, words", [
+    ((1, 6, 8, 8), (4, 4, 3, 3), {"group": 2}, "channels"),
+    ((1, 6, 8, 8), (5, 3, 3, 3), {"group": 2}, "multiple of group"),
+    ((1, 6, 8, 8), (4, 6, 3, 3), {"kernel_shape": [3, 2]}, "kernel_shape"),
+    ((1, 6, 8, 8), (4, 6, 3, 3), {"strides": [1]}, "strides"),
+    ((1, 6, 2, 8), (4, 6, 3, 3), {}, "exceeds"),
+])
+def test_invalid_shapes_are_named(x_shape, w_shape, attrs, words):
+    with pytest.raises(aotc.errors.InvalidModel, match=words):
+        aotc.compile(conv_model(x_shape, w_shape, bias=False, **attrs))
+
+
+def test_float64_is_refused_clearly():
+    model = make_model([helper.make_node("Conv", ["x", "w"], ["y"])], [("x", np.float64, (1, 2, 5, 5))],
+                       [("y", np.float64, None)], {"w": np.ones((1, 2, 3, 3))})
+    with pytest.raises(aotc.errors.Unsupported, match="float32"):
+        aotc.compile(model)
