@@ -108,7 +108,7 @@ def _build_entry(entry, graph, shapes, name, digest, options):
         nodes_before = _count(graph)
         fired = passes.run_passes(graph, options["opt_level"], options["mode"])
         plan = make_plan(graph, shapes, options["mode"], nodes_before)
-        surface = codegen.generate(plan, name, tmp, options["weights"])
+        surface = codegen.generate(plan, name, tmp, options["target"], options["weights"])
         module = f"_aotc_{name}_{digest}"
         extension = build.build_extension(tmp, name, module, options["target"], options["mode"],
                                           options["sanitize"])

@@ -60,7 +60,7 @@ def tensor_info(values, namer, prefix):
              "dtype": dtypes.name(v.type.dtype), "shape": list(v.type.shape)} for v in values]
 
 
-def generate(plan, name, out_dir, weights_form="incbin"):
+def generate(plan, name, out_dir, target, weights_form="incbin"):
     """Write <name>.c, <name>.h and the weights into out_dir; return what the manifest
     records of the C surface."""
     if weights_form not in WEIGHTS_FORMS:
@@ -80,7 +80,7 @@ def generate(plan, name, out_dir, weights_form="incbin"):
         "inputs": tensor_info(plan.inputs, namer, "in_"),
         "outputs": tensor_info(plan.outputs, namer, "out_"),
         "workspace_bytes": plan.workspace_bytes, "weights_bytes": emitter.blob.padded_size(),
-        "weights_form": weights_form,
+        "weights_form": weights_form, "target": target, "exact": exact,
     }
     env = _environment()
     os.makedirs(out_dir, exist_ok=True)

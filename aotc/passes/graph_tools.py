@@ -1,0 +1,40 @@
+"""Small shape-free queries and edits on an ir.Graph, shared by the passes."""
+from collections import defaultdict
+
+
+def consumers(graph):
+    """value name -> nodes that read it (a node reading a value twice appears once)."""
+    users = defaultdict(list)
+    for node in graph.nodes:
+        for name in dict.fromkeys(v for v in node.inputs if v):
+            users[name].append(node)
+    return users
+
+
+def remove_unused(graph):
+    """Drop nodes whose outputs nothing reads and no graph output names; returns how
+    many went. ONNX operators have no side effects, so nothing else keeps them."""
+    outputs = {vi.name for vi in graph.outputs}
+    removed = 0
+    while True:
+        read = {v for n in graph.nodes for v in n.inputs if v} | outputs
+        keep = [n for n in graph.nodes if any(o in read for o in n.outputs if o)]
+        if len(keep) == len(graph.nodes):
+            break
+        removed += len(graph.nodes) - len(keep)
+        graph.nodes = keep
+    read = {v for n in graph.nodes for v in n.inputs if v} | outputs
+    for name in [k for k in graph.initializers if k not in read]:
+        del graph.initializers[name]
+    return removed
+
+
+def fresh_name(graph, base):
+    """A value name not used anywhere in the graph."""
+    taken = set(graph.initializers) | {vi.name for vi in graph.inputs} | {
+        o for n in graph.nodes for o in n.outputs}
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
