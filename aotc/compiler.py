@@ -106,14 +106,14 @@ def _build_entry(entry, graph, shapes, name, digest, options):
     tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=parent)
     try:
         nodes_before = _count(graph)
-        fired = passes.run_passes(graph, options["opt_level"], options["mode"])
+        fired, notes = passes.run_passes(graph, options["opt_level"], options["mode"])
         plan = make_plan(graph, shapes, options["mode"], nodes_before)
         surface = codegen.generate(plan, name, tmp, options["target"], options["weights"])
         module = f"_aotc_{name}_{digest}"
         extension = build.build_extension(tmp, name, module, options["target"], options["mode"],
                                           options["sanitize"])
         report = {
-            "passes": fired, "nodes_before": plan.nodes_before, "nodes_after": plan.nodes_after,
+            "passes": fired, "pass_notes": notes, "nodes_before": plan.nodes_before, "nodes_after": plan.nodes_after,
             "workspace_bytes": plan.workspace_bytes, "intermediate_bytes": plan.intermediate_bytes,
             "weights_bytes": surface["weights_bytes"], "mode": options["mode"],
             "target": options["target"], "opt_level": options["opt_level"],

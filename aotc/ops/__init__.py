@@ -3,11 +3,12 @@
 Adding an operator: write its module (OPS = [OpDef(...)]), add it to MODULES below,
 add its kernel to runtime_c/ and its tests.
 """
-from . import binary, constants, conv, layout, matmul, norm, pool, reduce, unary, views
+from . import binary, constants, conv, gelu, layout, matmul, norm, pool, reduce, unary, views
 
 MODULES = [
     binary,
     unary,
+    gelu,
     constants,
     views,
     layout,

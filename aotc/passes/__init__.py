@@ -1,28 +1,47 @@
 """Graph passes: one module per pass, run in the order of one table (seed 000).
 
-Each module has NAME and run(graph, mode) -> times fired. The table gives each pass its
+Each module has NAME and run(graph, ctx) -> times fired; ctx.note(...) records why a
+pass refused a candidate (the report's `pass_notes`). The table gives each pass its
 minimum optimisation level and whether it preserves bits; in exact mode only the passes
 that preserve bits run. No pass sees input shapes (shape work belongs to the plan).
 After each pass, nodes nothing reads are removed.
 """
-from . import constant_fold
+from . import constant_fold, conv_batchnorm_fold, gelu, layernorm
 from .graph_tools import remove_unused
 
 LEVELS = {"none": 0, "basic": 1, "all": 2}
+FUSED_DOMAIN = "ai.aotc"   # aotc's own operators, made by the passes
 
 # (module, minimum level, preserves bits). The int8 passes (qdq, matmul-integer-fusion)
 # take the head of this table when they come.
 PASSES = [
     (constant_fold, "basic", True),
+    (conv_batchnorm_fold, "all", False),
+    (constant_fold, "basic", True),
+    (layernorm, "all", False),
+    (gelu, "all", False),
 ]
 
 
+class PassContext:
+    def __init__(self, mode):
+        self.mode = mode
+        self.notes = []
+
+    def note(self, pass_name, node, reason):
+        self.notes.append(f"{pass_name}: not fused at node {node.name!r}: {reason}")
+
+
 def run_passes(graph, opt_level, mode):
-    """Run the passes the level and mode select, in order; returns {pass name: times fired}."""
+    """Run the passes the level and mode select, in order.
+
+    Returns ({pass name: times fired}, [refusal notes])."""
     fired = {}
+    ctx = PassContext(mode)
+    graph.opsets.setdefault(FUSED_DOMAIN, 1)
     for module, level, preserves_bits in PASSES:
         if LEVELS[opt_level] < LEVELS[level] or (mode == "exact" and not preserves_bits):
             continue
-        fired[module.NAME] = fired.get(module.NAME, 0) + module.run(graph, mode)
+        fired[module.NAME] = fired.get(module.NAME, 0) + module.run(graph, ctx)
         remove_unused(graph)
-    return fired
+    return fired, ctx.notes

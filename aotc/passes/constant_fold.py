@@ -15,12 +15,12 @@ from ..plan.shapes import FOLD_LIMIT_BYTES
 NAME = "constant-fold"
 
 
-def run(graph, mode):
+def run(graph, ctx):
     outputs = {vi.name for vi in graph.outputs}
     folded = 0
     kept = []
     for node in graph.nodes:
-        values = _fold(graph, node, outputs, mode)
+        values = _fold(graph, node, outputs, ctx.mode)
         if values is None:
             kept.append(node)
             continue
@@ -34,7 +34,7 @@ def run(graph, mode):
 
 def _fold(graph, node, graph_outputs, mode):
     op = ops.find(node.domain, node.op_type, graph.opset(node.domain))
-    if op is None or op.evaluate is None or op.outputs_data_dependent:
+    if op is None or op.outputs_data_dependent:
         return None
     if any(o in graph_outputs for o in node.outputs) or any(
             v and v not in graph.initializers for v in node.inputs):
@@ -50,6 +50,8 @@ def _fold(graph, node, graph_outputs, mode):
         return None
     if all(t.value is not None for t in ctx.outputs):
         return [t.value for t in ctx.outputs]
+    if op.evaluate is None:
+        return None
     values = op.evaluate(ctx, [t.value if t is not None else None for t in inputs])
     return [np.ascontiguousarray(np.asarray(v).astype(t.dtype, copy=False))
             for v, t in zip(values, ctx.outputs)]

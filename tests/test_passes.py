@@ -1,0 +1,100 @@
+"""Every pass: fires on its pattern, refuses where the pattern is broken, and the fused
+graph computes what the unfused one does."""
+import math
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import aotc
+from oracle import make_model, random
+
+
+def _compare(model, feeds, rtol=1e-6, atol=1e-6, exact_bits=False):
+    """Compile at opt levels none and all; returns the 'all' session's report."""
+    plain = aotc.compile(model, opt_level="none").run(feeds)
+    fused_sess = aotc.compile(model, opt_level="all")
+    fused = fused_sess.run(feeds)
+    for name in plain:
+        if exact_bits:
+            np.testing.assert_array_equal(fused[name], plain[name])
+        else:
+            np.testing.assert_allclose(fused[name], plain[name], rtol=rtol, atol=atol)
+    return fused_sess.report
+
+
+def _const(name, value):
+    return helper.make_node("Constant", [], [name], value=helper.make_tensor(
+        name, 1, [], [float(value)]))
+
+
+# ---- constant-fold ----------------------------------------------------------------
+
+def test_constant_fold_evaluates_constant_nodes_once():
+    nodes = [_const("two", 2.0), helper.make_node("Mul", ["w", "two"], ["w2"]),
+             helper.make_node("Add", ["x", "w2"], ["y"])]
+    model = make_model(nodes, [("x", np.float32, (4,))], [("y", np.float32, (4,))],
+                       {"w": np.arange(4, dtype=np.float32)})
+    report = _compare(model, {"x": random((4,))}, exact_bits=True)
+    assert report["passes"]["constant-fold"] == 2          # Constant and Mul
+    assert report["nodes_after"] == {"Add": 1}
+
+
+def test_constant_fold_keeps_nodes_that_make_graph_outputs():
+    nodes = [helper.make_node("Neg", ["w"], ["y"])]
+    model = make_model(nodes, [], [("y", np.float32, (3,))], {"w": np.ones(3, np.float32)})
+    sess = aotc.compile(model)
+    assert sess.report["passes"]["constant-fold"] == 0
+    np.testing.assert_array_equal(sess.run({})["y"], -np.ones(3, np.float32))
+
+
+# ---- gelu -------------------------------------------------------------------------
+
+def _gelu_erf(x="x", out="y", half_first=False, reader=False):
+    nodes = [_const("sqrt2", math.sqrt(2)), _const("one", 1.0), _const("half", 0.5),
+             helper.make_node("Div", [x, "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["a"])]
+    if half_first:
+        nodes += [helper.make_node("Mul", [x, "half"], ["h"]), helper.make_node("Mul", ["h", "a"], [out])]
+    else:
+        nodes += [helper.make_node("Mul", [x, "a"], ["m"]), helper.make_node("Mul", ["m", "half"], [out])]
+    outputs = [(out, np.float32, (6, 33))]
+    if reader:   # a second reader of an inner value breaks the pattern
+        nodes.append(helper.make_node("Neg", ["e"], ["extra"]))
+        outputs.append(("extra", np.float32, (6, 33)))
+    return make_model(nodes, [(x, np.float32, (6, 33))], outputs)
+
+
+@pytest.mark.parametrize("half_first", [False, True])
+def test_gelu_fuses_the_erf_chain(half_first):
+    report = _compare(_gelu_erf(half_first=half_first), {"x": random((6, 33), low=-5, high=5)})
+    assert report["passes"]["gelu"] == 1
+    assert report["nodes_after"] == {"Gelu": 1}
+
+
+def test_gelu_refuses_when_an_inner_value_has_another_reader():
+    report = _compare(_gelu_erf(reader=True), {"x": random((6, 33))})
+    assert report["passes"]["gelu"] == 0
+    assert "Erf" in report["nodes_after"]
+
+
+def test_gelu_refuses_a_wrong_constant():
+    model = _gelu_erf()
+    for node in model.graph.node:
+        if node.output[0] == "half":
+            node.attribute[0].t.float_data[:] = [0.25]
+    assert aotc.compile(model).report["passes"]["gelu"] == 0
+
+
+def test_gelu_fuses_the_tanh_chain():
+    c = math.sqrt(2 / math.pi)
+    nodes = [_const("three", 3.0), _const("k", 0.044715), _const("c", c), _const("one", 1.0),
+             _const("half", 0.5),
+             helper.make_node("Pow", ["x", "three"], ["p"]), helper.make_node("Mul", ["k", "p"], ["kp"]),
+             helper.make_node("Add", ["x", "kp"], ["s"]), helper.make_node("Mul", ["s", "c"], ["cs"]),
+             helper.make_node("Tanh", ["cs"], ["t"]), helper.make_node("Add", ["one", "t"], ["a"]),
+             helper.make_node("Mul", ["x", "half"], ["h"]), helper.make_node("Mul", ["h", "a"], ["y"])]
+    model = make_model(nodes, [("x", np.float32, (5, 17))], [("y", np.float32, (5, 17))])
+    report = _compare(model, {"x": random((5, 17), low=-4, high=4)})
+    assert report["passes"]["gelu"] == 1
+    assert report["nodes_after"] == {"Gelu": 1}
