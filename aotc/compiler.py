@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import __version__, build, codegen, passes, resources
 from .errors import InvalidModel, Unsupported
+from .onnx_export import export_graph
 from .onnx_import import import_model, load_model
 from .plan import make_plan
 from .session import Session
@@ -71,7 +72,7 @@ def normalize_shapes(graph, shapes):
 
 
 def compile(model, shapes=None, mode="fast", opt_level="all", target="native", threads=None,
-            out_dir=None, name=None, weights="incbin", sanitize=False):
+            out_dir=None, name=None, weights="incbin", sanitize=False, dump_optimized=None):
     """Compile an ONNX model (path, bytes or ModelProto) for fixed input shapes and
     return a Session. See the README for the options."""
     if opt_level not in OPT_LEVELS:
@@ -92,6 +93,8 @@ def compile(model, shapes=None, mode="fast", opt_level="all", target="native", t
     key.update(_source_digest().encode())
     digest = key.hexdigest()[:20]
 
+    if dump_optimized is not None:
+        dump_optimized_graph(proto, opt_level, mode, dump_optimized)
     entry = os.path.join(cache_root(), f"{name}-{digest}")
     if not os.path.isfile(os.path.join(entry, "manifest.json")):
         _build_entry(entry, graph, fixed, name, digest, options)
@@ -134,6 +137,14 @@ def _build_entry(entry, graph, shapes, name, digest, options):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def dump_optimized_graph(proto, opt_level, mode, path):
+    """Write the graph as the passes leave it, as an ONNX file."""
+    import onnx
+    graph = import_model(proto)
+    passes.run_passes(graph, opt_level, mode)
+    onnx.save(export_graph(graph), os.fspath(path))
 
 
 def _write_module(out_dir, name):

@@ -98,3 +98,12 @@ def test_gelu_fuses_the_tanh_chain():
     report = _compare(model, {"x": random((5, 17), low=-4, high=4)})
     assert report["passes"]["gelu"] == 1
     assert report["nodes_after"] == {"Gelu": 1}
+
+
+def test_the_optimized_graph_dumps_as_valid_onnx(tmp_path):
+    import onnx
+    path = tmp_path / "optimized.onnx"
+    aotc.compile(_gelu_erf(), dump_optimized=path)
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    assert [(n.op_type, n.domain) for n in model.graph.node] == [("Gelu", "ai.aotc")]
