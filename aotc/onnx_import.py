@@ -93,7 +93,7 @@ def _tensor(t, what):
     expected = int(np.prod([int(d) for d in t.dims])) if t.dims else 1
     if arr.size != expected or any(d < 0 for d in t.dims):
         raise InvalidModel(f"{what} {t.name!r}: data length disagrees with dims {list(t.dims)}")
-    return np.ascontiguousarray(arr)
+    return np.asarray(arr, order="C")   # ascontiguousarray would make a 0-d array 1-d
 
 
 def _value_info(vi, what):

@@ -1,4 +1,313 @@
+/* aotc runtime: data movement and fills (Transpose, Slice, Expand, Concat, Gather, Pad,
+ * ConstantOfShape, Cast).
+ *
+ * The movers never interpret elements, only move `width`-byte units (1, 2, 4 or 8
+ * bytes), so one kernel serves every element type. The compiler collapses the shape
+ * to the fewest dimensions before calling them (aotc/ops/layout.py), so the innermost
+ * dimension is as long as possible and is moved with memcpy where it is contiguous.
+ *
+ * Big moves are cut into pieces of whole rows, the number of pieces a function of
+ * the shape only, and spread over the thread pool. */
 #ifndef AOTC_LAYOUT_H_
 #define AOTC_LAYOUT_H_
+
 #include "aotc_base.h"
+#include "aotc_elementwise.h"
+#include "aotc_threads.h"
+
+#define AOTC_LAYOUT_MAX_RANK 16
+#define AOTC_LAYOUT_GRAIN 65536 /* elements per parallel piece, at least */
+
+/* ---- rows over a thread pool ---------------------------------------------------- */
+
+typedef void (*aotc_rows_fn_)(const void *args, int64_t first_row, int64_t end_row);
+
+typedef struct {
+  aotc_rows_fn_ fn;
+  const void *args;
+  int64_t rows, rows_per_piece;
+} aotc_rows_job_;
+
+AOTC_FN void aotc_rows_piece_(void *job_arg, int64_t piece) {
+  const aotc_rows_job_ *job = (const aotc_rows_job_ *)job_arg;
+  int64_t first = piece * job->rows_per_piece;
+  job->fn(job->args, first, AOTC_MIN(first + job->rows_per_piece, job->rows));
+}
+
+/* fn(args, first, end) over [0, rows), rows of total/rows elements each. */
+AOTC_FN void aotc_for_rows_(aotc_pool *pool, int64_t rows, int64_t total, aotc_rows_fn_ fn,
+                            const void *args) {
+  aotc_rows_job_ job;
+  int64_t pieces = AOTC_MIN(total / AOTC_LAYOUT_GRAIN, rows);
+  if (pieces <= 1) {
+    fn(args, 0, rows);
+    return;
+  }
+  job.fn = fn;
+  job.args = args;
+  job.rows = rows;
+  job.rows_per_piece = (rows + pieces - 1) / pieces;
+  aotc_parallel_for(pool, (rows + job.rows_per_piece - 1) / job.rows_per_piece, aotc_rows_piece_, &job);
+}
+
+/* The index over dims [0, rank - 1) of row `row`, row-major. */
+AOTC_FN void aotc_row_index_(int rank, const int64_t *shape, int64_t row, int64_t *idx) {
+  int k;
+  for (k = rank - 2; k >= 0; k--) {
+    idx[k] = row % shape[k];
+    row /= shape[k];
+  }
+}
+
+/* Advance a row index by one. */
+AOTC_FN void aotc_row_next_(int rank, const int64_t *shape, int64_t *idx) {
+  int k;
+  for (k = rank - 2; k >= 0; k--) {
+    if (++idx[k] < shape[k]) return;
+    idx[k] = 0;
+  }
+}
+
+/* ---- element moves by width ----------------------------------------------------- */
+
+#define AOTC_STRIDED_RUN_(T, dst, ds, src, ss, n)                   \
+  do {                                                              \
+    T *d__ = (T *)(dst);                                            \
+    const T *s__ = (const T *)(src);                                \
+    int64_t j__;                                                    \
+    for (j__ = 0; j__ < (n); j__++) d__[j__ * (ds)] = s__[j__ * (ss)]; \
+  } while (0)
+
+#define AOTC_FILL_RUN_(T, dst, ds, value, n)                        \
+  do {                                                              \
+    T *d__ = (T *)(dst);                                            \
+    T v__;                                                          \
+    int64_t j__;                                                    \
+    memcpy(&v__, (value), sizeof(T));                               \
+    for (j__ = 0; j__ < (n); j__++) d__[j__ * (ds)] = v__;          \
+  } while (0)
+
+/* n units: dst[j * ds] = src[j * ss] (strides in units; ss may be 0 or negative). */
+AOTC_FN void aotc_move_run_(unsigned char *dst, int64_t ds, const unsigned char *src, int64_t ss,
+                            int64_t n, int width) {
+  if (ds == 1 && ss == 1) {
+    memcpy(dst, src, (size_t)(n * width));
+    return;
+  }
+  switch (width) {
+    case 1: AOTC_STRIDED_RUN_(uint8_t, dst, ds, src, ss, n); break;
+    case 2: AOTC_STRIDED_RUN_(uint16_t, dst, ds, src, ss, n); break;
+    case 4: AOTC_STRIDED_RUN_(uint32_t, dst, ds, src, ss, n); break;
+    default: AOTC_STRIDED_RUN_(uint64_t, dst, ds, src, ss, n); break;
+  }
+}
+
+/* n units of dst (stride ds) set to the unit at `value`. */
+AOTC_FN void aotc_fill_run_(unsigned char *dst, int64_t ds, const void *value, int64_t n, int width) {
+  switch (width) {
+    case 1: AOTC_FILL_RUN_(uint8_t, dst, ds, value, n); break;
+    case 2: AOTC_FILL_RUN_(uint16_t, dst, ds, value, n); break;
+    case 4: AOTC_FILL_RUN_(uint32_t, dst, ds, value, n); break;
+    default: AOTC_FILL_RUN_(uint64_t, dst, ds, value, n); break;
+  }
+}
+
+/* ---- strided N-d copy: Transpose, Slice, Expand, Concat ---------------------------- */
+
+typedef struct {
+  unsigned char *dst;
+  const unsigned char *src;
+  int rank, width;
+  const int64_t *shape, *dst_strides, *src_strides;
+} aotc_copy_args_;
+
+AOTC_FN void aotc_copy_rows_(const void *args, int64_t first, int64_t end) {
+  const aotc_copy_args_ *a = (const aotc_copy_args_ *)args;
+  const int last = a->rank - 1, w = a->width;
+  int64_t idx[AOTC_LAYOUT_MAX_RANK], r;
+  aotc_row_index_(a->rank, a->shape, first, idx);
+  for (r = first; r < end; r++) {
+    int64_t od = 0, os = 0;
+    int k;
+    for (k = 0; k < last; k++) {
+      od += idx[k] * a->dst_strides[k];
+      os += idx[k] * a->src_strides[k];
+    }
+    if (a->src_strides[last] == 0)
+      aotc_fill_run_(a->dst + od * w, a->dst_strides[last], a->src + os * w, a->shape[last], w);
+    else
+      aotc_move_run_(a->dst + od * w, a->dst_strides[last], a->src + os * w, a->src_strides[last],
+                     a->shape[last], w);
+    aotc_row_next_(a->rank, a->shape, idx);
+  }
+}
+
+/* dst[sum_k i_k * dst_strides[k]] = src[sum_k i_k * src_strides[k]] for every index i
+ * of `shape` (1 <= rank <= AOTC_LAYOUT_MAX_RANK; strides in elements of `width` bytes;
+ * src strides may be 0 (broadcast) or negative). dst and src must not overlap. */
+AOTC_FN void aotc_copy_nd(aotc_pool *pool, void *dst, const int64_t *dst_strides, const void *src,
+                          const int64_t *src_strides, int rank, const int64_t *shape, int width) {
+  aotc_copy_args_ a;
+  int64_t rows = 1;
+  int k;
+  a.dst = (unsigned char *)dst;
+  a.src = (const unsigned char *)src;
+  a.rank = rank;
+  a.width = width;
+  a.shape = shape;
+  a.dst_strides = dst_strides;
+  a.src_strides = src_strides;
+  for (k = 0; k < rank - 1; k++) rows *= shape[k];
+  aotc_for_rows_(pool, rows, rows * shape[rank - 1], aotc_copy_rows_, &a);
+}
+
+/* ---- fill: ConstantOfShape -------------------------------------------------------- */
+
+/* n elements of `width` bytes set to the element at `value`. */
+AOTC_FN void aotc_fill(void *dst, int64_t n, const void *value, int width) {
+  aotc_fill_run_((unsigned char *)dst, 1, value, n, width);
+}
+
+/* ---- Gather ------------------------------------------------------------------------ */
+
+AOTC_FN int64_t aotc_index_at_(const void *indices, int index_bytes, int64_t j) {
+  if (index_bytes == 8) return ((const int64_t *)indices)[j];
+  return (int64_t)((const int32_t *)indices)[j];
+}
+
+/* y[o, j, :] = x[o, indices[j], :] with x of shape (outer, axis_dim, inner) and
+ * indices (int32 or int64, `index_bytes`) in [-axis_dim, axis_dim). Checks every
+ * index before writing anything: AOTC_ERR_INDEX when one is out of range. */
+AOTC_FN int aotc_gather(void *dst, const void *src, const void *indices, int index_bytes,
+                        int64_t n_indices, int64_t outer, int64_t axis_dim, int64_t inner, int width) {
+  unsigned char *d = (unsigned char *)dst;
+  const unsigned char *s = (const unsigned char *)src;
+  const size_t run = (size_t)(inner * width);
+  int64_t o, j;
+  for (j = 0; j < n_indices; j++) {
+    int64_t i = aotc_index_at_(indices, index_bytes, j);
+    if (i < -axis_dim || i >= axis_dim) return AOTC_ERR_INDEX;
+  }
+  for (o = 0; o < outer; o++) {
+    for (j = 0; j < n_indices; j++) {
+      int64_t i = aotc_index_at_(indices, index_bytes, j);
+      if (i < 0) i += axis_dim;
+      memcpy(d + (o * n_indices + j) * (int64_t)run, s + (o * axis_dim + i) * (int64_t)run, run);
+    }
+  }
+  return AOTC_OK;
+}
+
+/* ---- Pad --------------------------------------------------------------------------- */
+
+#define AOTC_PAD_CONSTANT 0
+#define AOTC_PAD_REFLECT 1
+#define AOTC_PAD_EDGE 2
+#define AOTC_PAD_WRAP 3
+
+/* The source position of output position o along a dim whose kept input is `len`
+ * long and padded by `begin` before it; -1 for the constant. */
+AOTC_FN int64_t aotc_pad_source_(int64_t o, int64_t begin, int64_t len, int mode) {
+  int64_t i = o - begin, period;
+  if (i >= 0 && i < len) return i;
+  switch (mode) {
+    case AOTC_PAD_EDGE: return i < 0 ? 0 : len - 1;
+    case AOTC_PAD_REFLECT:
+      if (len == 1) return 0;
+      period = 2 * (len - 1);
+      i %= period;
+      if (i < 0) i += period;
+      return i < len ? i : period - i;
+    case AOTC_PAD_WRAP:
+      i %= len;
+      return i < 0 ? i + len : i;
+    default: return -1;
+  }
+}
+
+typedef struct {
+  unsigned char *dst;
+  const unsigned char *src;
+  const void *value;
+  int rank, width, mode;
+  /* per dim: output size, input stride (elements), first kept input position, kept
+   * length, padding before the kept part */
+  const int64_t *out_shape, *in_strides, *in_start, *in_len, *pad_begin;
+} aotc_pad_args_;
+
+AOTC_FN void aotc_pad_rows_(const void *args, int64_t first, int64_t end) {
+  const aotc_pad_args_ *a = (const aotc_pad_args_ *)args;
+  const int last = a->rank - 1, w = a->width, mode = a->mode;
+  const int64_t n = a->out_shape[last], begin = a->pad_begin[last], len = a->in_len[last];
+  const int64_t inner_start = a->in_start[last], inner_stride = a->in_strides[last];
+  int64_t idx[AOTC_LAYOUT_MAX_RANK], r;
+  aotc_row_index_(a->rank, a->out_shape, first, idx);
+  for (r = first; r < end; r++) {
+    unsigned char *d = a->dst + r * n * w;
+    int64_t os = 0, j;
+    int k, filled = 0;
+    for (k = 0; k < last; k++) {
+      int64_t s = aotc_pad_source_(idx[k], a->pad_begin[k], a->in_len[k], mode);
+      if (s < 0) {
+        filled = 1;
+        break;
+      }
+      os += (a->in_start[k] + s) * a->in_strides[k];
+    }
+    aotc_row_next_(a->rank, a->out_shape, idx);
+    if (filled) {
+      aotc_fill_run_(d, 1, a->value, n, w);
+      continue;
+    }
+    os += inner_start * inner_stride;
+    for (j = 0; j < n; j++) {
+      int64_t s;
+      if (j == begin && len > 0) {   /* the kept part: one run */
+        aotc_move_run_(d + j * w, 1, a->src + os * w, inner_stride, len, w);
+        j += len - 1;
+        continue;
+      }
+      s = aotc_pad_source_(j, begin, len, mode);
+      if (s < 0)
+        aotc_fill_run_(d + j * w, 1, a->value, 1, w);
+      else
+        memcpy(d + j * w, a->src + (os + s * inner_stride) * w, (size_t)w);
+    }
+  }
+}
+
+/* Pad: every output element (row-major over out_shape) from its source position per
+ * dim, or the element at `value` where a dim's source is outside the kept input. */
+AOTC_FN void aotc_pad(aotc_pool *pool, void *dst, const void *src, const void *value, int mode,
+                      int rank, const int64_t *out_shape, const int64_t *in_strides,
+                      const int64_t *in_start, const int64_t *in_len, const int64_t *pad_begin,
+                      int width) {
+  aotc_pad_args_ a;
+  int64_t rows = 1;
+  int k;
+  a.dst = (unsigned char *)dst;
+  a.src = (const unsigned char *)src;
+  a.value = value;
+  a.rank = rank;
+  a.width = width;
+  a.mode = mode;
+  a.out_shape = out_shape;
+  a.in_strides = in_strides;
+  a.in_start = in_start;
+  a.in_len = in_len;
+  a.pad_begin = pad_begin;
+  for (k = 0; k < rank - 1; k++) rows *= out_shape[k];
+  aotc_for_rows_(pool, rows, rows * out_shape[rank - 1], aotc_pad_rows_, &a);
+}
+
+/* ---- Cast -------------------------------------------------------------------------- */
+
+/* A float X converted to an integer type with range [LO, HI_EXCL): NaN gives 0, values
+ * out of range saturate, the rest truncate toward zero (never undefined behaviour). */
+#define AOTC_SATURATE(T, X, LO, HI_EXCL, MAX)                        \
+  ((X) != (X) ? (T)0                                                 \
+   : (double)(X) <= (LO) ? (T)(LO)                                   \
+   : (double)(X) >= (HI_EXCL) ? (T)(MAX)                             \
+   : (T)(X))
+
 #endif

@@ -1,2 +1,196 @@
-"""(being written)"""
-OPS = []
+"""Constants and type facts: Constant, ConstantOfShape, Shape, Size, Cast, CastLike.
+
+Constant, Shape and Size state their output value in `infer`, so they are always
+folded. ConstantOfShape folds when small, else fills at run time. Cast defines every
+conversion, including the ones C leaves undefined: a float going to an integer type
+gives 0 for NaN and saturates out of range, in C and in the numpy evaluation alike.
+"""
+import numpy as np
+
+from .. import dtypes
+from .base import OpDef, TensorType
+
+CASTABLE = (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+            np.uint8, np.uint16, np.uint32, np.uint64, np.bool_)
+
+
+# ---- Constant -----------------------------------------------------------------------
+
+def _constant_value(ctx):
+    attrs = ctx.node.attrs
+    if "sparse_value" in attrs:
+        raise ctx.unsupported("Constant with a sparse_value is not supported")
+    for key in ("value_string", "value_strings"):
+        if key in attrs:
+            raise ctx.unsupported(f"Constant with {key}: string tensors are not supported")
+    forms = {
+        "value": lambda v: np.asarray(v),
+        "value_float": lambda v: np.array(v, np.float32),
+        "value_floats": lambda v: np.array(v, np.float32).reshape(-1),
+        "value_int": lambda v: np.array(v, np.int64),
+        "value_ints": lambda v: np.array(v, np.int64).reshape(-1),
+    }
+    present = [k for k in forms if k in attrs]
+    if len(present) != 1:
+        raise ctx.fail(f"Constant needs exactly one value attribute, has {present or 'none'}")
+    return np.asarray(forms[present[0]](attrs[present[0]]), order="C")   # keeps 0-d
+
+
+def _constant_infer(ctx):
+    ctx.require_inputs(0)
+    return [TensorType.of(_constant_value(ctx))]
+
+
+# ---- ConstantOfShape ----------------------------------------------------------------
+
+def _fill_value(ctx):
+    """The one-element fill value (default float32 0)."""
+    value = ctx.attr("value")
+    if value is None:
+        return np.zeros(1, np.float32)
+    value = np.asarray(value)
+    if value.size != 1:
+        raise ctx.fail(f"the value attribute must hold one element, holds {value.size}")
+    return value.reshape(1)
+
+
+def _constant_of_shape_infer(ctx):
+    ctx.require_inputs(1)
+    shape = ctx.const_input(0, "shape").reshape(-1)
+    if np.dtype(ctx.inputs[0].dtype) != np.int64:
+        raise ctx.fail(f"the shape input must be int64, is {dtypes.name(ctx.inputs[0].dtype)}")
+    if np.any(shape < 0):
+        raise ctx.fail(f"shape {shape.tolist()} has a negative dimension")
+    return [TensorType(_fill_value(ctx).dtype, tuple(int(d) for d in shape))]
+
+
+def _constant_of_shape_evaluate(ctx, arrays):
+    shape = tuple(int(d) for d in arrays[0].reshape(-1))
+    return [np.full(shape, _fill_value(ctx)[0])]
+
+
+def _constant_of_shape_emit(ctx):
+    y = ctx.outputs[0]
+    if y.numel == 0:
+        return ""
+    value = ctx.const(_fill_value(ctx))
+    return f"aotc_fill({ctx.y(0)}, {y.numel}, {value}, {np.dtype(y.dtype).itemsize});"
+
+
+# ---- Shape, Size --------------------------------------------------------------------
+
+def _shape_infer(ctx):
+    ctx.require_inputs(1)
+    shape = ctx.inputs[0].shape
+    rank = len(shape)
+
+    def clamp(v):
+        v = int(v)
+        return min(max(v + rank if v < 0 else v, 0), rank)
+    start, end = 0, rank
+    if ctx.opset >= 15:
+        start = clamp(ctx.attr("start", 0))
+        end = clamp(ctx.attr("end", rank))
+    return [TensorType.of(np.array(shape[start:end], np.int64).reshape(-1))]
+
+
+def _size_infer(ctx):
+    ctx.require_inputs(1)
+    return [TensorType.of(np.array(ctx.inputs[0].numel, np.int64))]
+
+
+# ---- Cast ---------------------------------------------------------------------------
+
+def _int_range(dtype):
+    """(lowest, highest) of an integer type, and highest + 1 as a float (exact: a
+    power of two)."""
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max), float(int(info.max) + 1)
+
+
+def cast_array(x, dtype):
+    """numpy conversion with the C kernel's rules: float -> integer truncates, NaN
+    gives 0 and out-of-range values saturate; -> bool is x != 0; integers wrap."""
+    x = np.asarray(x)
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return x != 0
+    if x.dtype.kind != "f" or dtype.kind not in "iu":
+        return x.astype(dtype)
+    lo, hi, hi_excl = _int_range(dtype)
+    wide = x.astype(np.float64)
+    nan, low, high = np.isnan(wide), wide <= lo, wide >= hi_excl
+    out = np.where(nan | low | high, 0, np.trunc(wide)).astype(dtype)
+    out[low] = lo
+    out[high] = hi
+    return out
+
+
+def _int_literal(value, dtype):
+    """A C integer constant of exactly this value, valid for the full int64/uint64 range."""
+    value = int(value)
+    if np.dtype(dtype).kind == "u":
+        return f"UINT64_C({value})"
+    if value == -2**63:
+        return "INT64_MIN"
+    return f"INT64_C({value})"
+
+
+def _cast_expr(src, dst):
+    """C expression converting X (of type src) to dst."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    ct = dtypes.c_type(dst)
+    if dst == np.bool_:
+        return "(X != 0)"
+    if src.kind == "f" and dst.kind in "iu":
+        lo, hi, hi_excl = _int_range(dst)
+        return (f"AOTC_SATURATE({ct}, X, {float(lo)!r}, {hi_excl!r}, "
+                f"{_int_literal(hi, dst)})")
+    return f"(({ct})X)"
+
+
+def _cast_target(ctx):
+    if ctx.node.op_type == "CastLike":
+        return np.dtype(ctx.inputs[1].dtype)
+    to = ctx.attr("to")
+    if to is None:
+        raise ctx.fail("Cast needs the 'to' attribute")
+    return dtypes.from_onnx(int(to), f"the 'to' attribute of {ctx.node.name!r}")
+
+
+def _cast_infer(ctx):
+    if ctx.node.op_type == "CastLike":
+        ctx.require_inputs(2)
+    else:
+        ctx.require_inputs(1)
+    ctx.require_dtype(0, CASTABLE)
+    target = _cast_target(ctx)
+    if target not in [np.dtype(t) for t in CASTABLE]:
+        raise ctx.unsupported(f"Cast to {dtypes.name(target)} is not supported")
+    return [TensorType(target, ctx.inputs[0].shape)]
+
+
+def _cast_evaluate(ctx, arrays):
+    with np.errstate(all="ignore"):
+        return [cast_array(arrays[0], _cast_target(ctx))]
+
+
+def _cast_emit(ctx):
+    x, y = ctx.inputs[0], ctx.outputs[0]
+    if y.numel == 0:
+        return ""
+    return (f"AOTC_UNARY({dtypes.c_type(y.dtype)}, {dtypes.c_type(x.dtype)}, {ctx.y(0)}, "
+            f"{ctx.x(0)}, {y.numel}, {_cast_expr(x.dtype, y.dtype)});")
+
+
+OPS = [
+    OpDef("Constant", _constant_infer, since=1, supports_exact=True),
+    OpDef("ConstantOfShape", _constant_of_shape_infer, _constant_of_shape_emit,
+          _constant_of_shape_evaluate, since=9, supports_exact=True),
+    OpDef("Shape", _shape_infer, since=1, supports_exact=True),
+    OpDef("Size", _size_infer, since=1, supports_exact=True),
+    OpDef("Cast", _cast_infer, _cast_emit, _cast_evaluate, since=6, supports_exact=True,
+          in_place_inputs=(0,)),
+    OpDef("CastLike", _cast_infer, _cast_emit, _cast_evaluate, since=15, supports_exact=True,
+          in_place_inputs=(0,)),
+]

@@ -53,5 +53,5 @@ def _fold(graph, node, graph_outputs, mode):
     if op.evaluate is None:
         return None
     values = op.evaluate(ctx, [t.value if t is not None else None for t in inputs])
-    return [np.ascontiguousarray(np.asarray(v).astype(t.dtype, copy=False))
+    return [np.asarray(np.asarray(v).astype(t.dtype, copy=False), order="C")
             for v, t in zip(values, ctx.outputs)]

@@ -126,7 +126,7 @@ def _infer_node(op, ctx):
 
 
 def _constant(t, value, ctx):
-    value = np.ascontiguousarray(np.asarray(value).astype(t.dtype, copy=False))
+    value = np.asarray(np.asarray(value).astype(t.dtype, copy=False), order="C")
     if tuple(value.shape) != tuple(t.shape):
         raise AssertionError(f"{ctx.node.op_type}: evaluate gave shape {value.shape}, infer {t.shape}")
     return TensorType(t.dtype, t.shape, value)

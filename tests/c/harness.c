@@ -2,6 +2,7 @@
  * output: the C side of the sanitizer tests. Build with
  *   -DMODEL_HEADER='"name.h"' -DMODEL=name -DMODEL_UPPER=NAME
  * next to the model's .c file. */
+#define _POSIX_C_SOURCE 200112L   /* posix_memalign */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
