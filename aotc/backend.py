@@ -1,0 +1,186 @@
+"""The `onnx.backend` interface over aotc, so ONNX's backend test suites run unchanged.
+
+    rep = aotc.backend.prepare(model)        # checks the model; compiles it when its
+    outputs = rep.run([x, y])                # input shapes are all fixed
+    outputs = aotc.backend.run_model(model, [x, y])
+
+aotc compiles for fixed input shapes, so a rep keeps one Session per set of input
+shapes it has seen: the first run with new shapes compiles (aotc's compile cache makes
+a repeated compile cheap), later runs with the same shapes reuse the Session.
+Sessions run on one thread: the conformance suite runs several workers side by side.
+"""
+import numpy as np
+import onnx
+from onnx import helper, shape_inference
+from onnx.backend.base import Backend, BackendRep, namedtupledict
+
+from . import dtypes
+from .compiler import compile as aotc_compile
+from .errors import InvalidInput, InvalidModel, Unsupported
+from .onnx_import import MAX_OPSET, import_model, load_model
+
+# prepare() keyword arguments that are passed on to aotc.compile
+COMPILE_OPTIONS = ("mode", "opt_level", "target")
+DEFAULT_THREADS = 1
+
+
+class AotcRep(BackendRep):
+    """A prepared model: graph inputs/outputs and a Session per input-shape tuple."""
+
+    def __init__(self, proto, threads=DEFAULT_THREADS, **compile_options):
+        self.proto = proto
+        initializers = {t.name for t in proto.graph.initializer}
+        self.input_names = [vi.name for vi in proto.graph.input if vi.name not in initializers]
+        self.output_names = [vi.name for vi in proto.graph.output]
+        self.threads = threads
+        self.compile_options = compile_options
+        self.sessions = {}           # tuple of input shapes -> Session
+
+    def run(self, inputs, **kwargs):
+        """inputs: a list (graph-input order) or a dict (name -> array) of arrays.
+        Returns the outputs in graph-output order, as a namedtupledict."""
+        if kwargs:
+            raise Unsupported(f"rep.run() takes no options, got {', '.join(sorted(kwargs))}")
+        arrays = self._input_arrays(inputs)
+        session = self.session_for(tuple(a.shape for a in arrays))
+        results = session.run(dict(zip(self.input_names, arrays)))
+        outputs = [results[name] for name in self.output_names]
+        return namedtupledict("Outputs", self.output_names)(*outputs)
+
+    def session_for(self, shapes):
+        """The Session compiled for these input shapes (compiled on first use)."""
+        session = self.sessions.get(shapes)
+        if session is None:
+            session = aotc_compile(self.proto, shapes=dict(zip(self.input_names, shapes)),
+                                   threads=self.threads, **self.compile_options)
+            self.sessions[shapes] = session
+        return session
+
+    def _input_arrays(self, inputs):
+        if isinstance(inputs, dict):
+            unknown = sorted(set(inputs) - set(self.input_names))
+            if unknown:
+                raise InvalidInput(f"unknown input {unknown[0]!r}; the model's inputs are "
+                                   f"{', '.join(repr(n) for n in self.input_names)}")
+            missing = [n for n in self.input_names if n not in inputs]
+            if missing:
+                raise InvalidInput(f"input {missing[0]!r} is missing")
+            values = [inputs[n] for n in self.input_names]
+        else:
+            values = list(inputs)
+            if len(values) != len(self.input_names):
+                raise InvalidInput(f"the model has {len(self.input_names)} inputs, "
+                                   f"{len(values)} were given")
+        return [_tensor_array(name, v) for name, v in zip(self.input_names, values)]
+
+
+def _tensor_array(name, value):
+    """A numpy array of an element type aotc handles, or an aotc error naming the input."""
+    if value is None or isinstance(value, (list, tuple, dict)):
+        kind = {type(None): "an empty optional", dict: "a map"}.get(type(value), "a sequence")
+        raise Unsupported(f"input {name!r} is {kind}; aotc takes only tensor inputs")
+    array = np.asarray(value)
+    if not dtypes.is_supported(array.dtype):
+        raise Unsupported(f"input {name!r} has element type {array.dtype}, which aotc does not "
+                          f"support (supported: {', '.join(_supported_names())})")
+    return array
+
+
+def _supported_names():
+    names = []
+    for elem_type in sorted(onnx.TensorProto.DataType.values()):
+        try:
+            names.append(dtypes.name(dtypes.from_onnx(elem_type)))
+        except Unsupported:
+            pass
+    return names
+
+
+def _all_static(proto):
+    """Input shapes {name: tuple} when every graph input has a fully fixed shape, else None."""
+    initializers = {t.name for t in proto.graph.initializer}
+    shapes = []
+    for vi in proto.graph.input:
+        if vi.name in initializers:
+            continue
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape") or not all(d.HasField("dim_value") for d in tt.shape.dim):
+            return None
+        shapes.append(tuple(d.dim_value for d in tt.shape.dim))
+    return tuple(shapes)
+
+
+class AotcBackend(Backend):
+    @classmethod
+    def supports_device(cls, device):
+        return str(device).upper().split(":")[0] == "CPU"
+
+    @classmethod
+    def prepare(cls, model, device="CPU", **kwargs):
+        """Check the model and return a rep. When every input shape is fixed in the
+        model, compile now, so compile errors surface here rather than in run()."""
+        if not cls.supports_device(device):
+            raise Unsupported(f"device {device!r} is not supported; aotc compiles for the CPU")
+        threads = kwargs.pop("threads", DEFAULT_THREADS)
+        unknown = sorted(k for k in kwargs if k not in COMPILE_OPTIONS)
+        if unknown:
+            raise Unsupported(f"unknown prepare() options {', '.join(unknown)}; "
+                              f"known: threads, {', '.join(COMPILE_OPTIONS)}")
+        proto = load_model(model)
+        import_model(proto)          # structure, opsets and element types, before any shapes
+        rep = AotcRep(proto, threads, **kwargs)
+        static = _all_static(proto)
+        if static is not None:
+            rep.session_for(static)
+        return rep
+
+    @classmethod
+    def run_model(cls, model, inputs, device="CPU", **kwargs):
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
+    def run_node(cls, node, inputs, device="CPU", outputs_info=None, **kwargs):
+        """Run one node on `inputs` (one array per non-empty node input). Output types
+        come from `outputs_info` [(dtype, shape), ...] or from ONNX shape inference."""
+        super().run_node(node, inputs, device, outputs_info, **kwargs)
+        opset = kwargs.pop("opset_version", min(onnx.defs.onnx_opset_version(), MAX_OPSET))
+        model = _node_model(node, inputs, opset, outputs_info)
+        return cls.run_model(model, inputs, device, **kwargs)
+
+
+def _node_model(node, inputs, opset, outputs_info):
+    """A one-node model whose graph inputs are the node's present inputs."""
+    names = [n for n in node.input if n]
+    if len(names) != len(inputs):
+        raise InvalidInput(f"node {node.op_type} has {len(names)} inputs, {len(inputs)} were given")
+    arrays = [_tensor_array(n, v) for n, v in zip(names, inputs)]
+    graph_inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+                    for n, a in zip(names, arrays)]
+    if outputs_info is not None:
+        graph_outputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.dtype(dt)), shape)
+                         for n, (dt, shape) in zip(node.output, outputs_info)]
+    else:
+        graph_outputs = [onnx.ValueInfoProto(name=n) for n in node.output if n]
+    graph = helper.make_graph([node], f"{node.op_type}_node", graph_inputs, graph_outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    if outputs_info is None:
+        _infer_output_types(model)
+    return model
+
+
+def _infer_output_types(model):
+    inferred = shape_inference.infer_shapes(model)
+    known = {vi.name: vi for vi in inferred.graph.value_info}
+    known.update({vi.name: vi for vi in inferred.graph.output if vi.type.HasField("tensor_type")})
+    for out in model.graph.output:
+        vi = known.get(out.name)
+        if vi is None or not vi.type.tensor_type.elem_type:
+            raise InvalidModel(f"cannot infer the type of output {out.name!r}; pass outputs_info")
+        out.type.CopyFrom(vi.type)
+
+
+prepare = AotcBackend.prepare
+run_model = AotcBackend.run_model
+run_node = AotcBackend.run_node
+supports_device = AotcBackend.supports_device
+is_compatible = AotcBackend.is_compatible
