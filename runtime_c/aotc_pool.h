@@ -1,4 +1,150 @@
+/* aotc runtime: MaxPool and AveragePool, fp32, NC + 1-D/2-D/3-D spatial.
+ *
+ * Every pool is described as a 3-D one (1-D and 2-D pools get leading spatial dims of
+ * extent 1). One output row (fixed plane, od, oh) is computed at a time: for each
+ * kernel tap (kz, ky, kx) in that order, the output columns whose input column lies
+ * inside the image are updated in one loop the compiler vectorizes. Padding is never
+ * read: it is never a max candidate and adds nothing to a sum. The average divides
+ * by the number of taps inside the image, or with count_include_pad by the number
+ * inside the padded image [-pad, in + pad_end). Work is split over (plane, block of
+ * output rows), a function of the shape only. Global pools are reductions
+ * (aotc_reduce.h). */
 #ifndef AOTC_POOL_H_
 #define AOTC_POOL_H_
+
+#include <float.h>
+
 #include "aotc_base.h"
+#include "aotc_threads.h"
+
+typedef struct aotc_pooling_geom {
+  int64_t planes;                                  /* N * C */
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3];
+  int64_t pad[3], pad_end[3];
+  int64_t count_include_pad;
+  int64_t index_stride[3];   /* MaxPool Indices: element stride of each spatial dim */
+} aotc_pooling_geom;
+
+AOTC_FN int64_t aotc_pooling_volume_(const int64_t *dims) { return dims[0] * dims[1] * dims[2]; }
+
+/* Number of taps k in [0, kernel) with lo <= start + k * dilation < hi. */
+AOTC_FN int64_t aotc_pooling_taps_(int64_t start, int64_t kernel, int64_t dilation,
+                                   int64_t lo, int64_t hi) {
+  int64_t k0 = start >= lo ? 0 : (lo - start + dilation - 1) / dilation;
+  int64_t k1 = start >= hi ? 0 : AOTC_MIN(kernel, (hi - start + dilation - 1) / dilation);
+  return k1 > k0 ? k1 - k0 : 0;
+}
+
+/* Output columns [lo, hi) within [0, n) whose input column o * stride + offset is in
+ * [0, width). */
+AOTC_FN void aotc_pooling_columns_(int64_t offset, int64_t stride, int64_t width, int64_t n,
+                                   int64_t *lo, int64_t *hi) {
+  int64_t a = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  int64_t b = offset >= width ? 0 : (width - offset + stride - 1) / stride;
+  *lo = AOTC_MIN(a, n);
+  *hi = AOTC_MAX(AOTC_MIN(b, n), *lo);
+}
+
+/* Divisor of output (od, oh, ow) along one dim d. */
+AOTC_FN int64_t aotc_pooling_count_(const aotc_pooling_geom *g, int d, int64_t o) {
+  int64_t start = o * g->stride[d] - g->pad[d];
+  if (g->count_include_pad)
+    return aotc_pooling_taps_(start, g->kernel[d], g->dilation[d], -g->pad[d],
+                              g->in[d] + g->pad_end[d]);
+  return aotc_pooling_taps_(start, g->kernel[d], g->dilation[d], 0, g->in[d]);
+}
+
+/* One output row of one plane. is_max: max (and, when irow is set, the index of the
+ * first maximum, offset by index_base); otherwise average. */
+AOTC_FN void aotc_pooling_row_(const aotc_pooling_geom *g, int is_max,
+                               const float *AOTC_RESTRICT plane, float *AOTC_RESTRICT yrow,
+                               int64_t *AOTC_RESTRICT irow, int64_t index_base,
+                               int64_t od, int64_t oh) {
+  const int64_t ow_n = g->out[2], sw = g->stride[2];
+  int64_t kz, ky, kx, ow, lo, hi;
+  for (ow = 0; ow < ow_n; ow++) yrow[ow] = is_max ? -FLT_MAX : 0.0f;
+  if (irow)
+    for (ow = 0; ow < ow_n; ow++) irow[ow] = index_base;
+  for (kz = 0; kz < g->kernel[0]; kz++) {
+    int64_t iz = od * g->stride[0] - g->pad[0] + kz * g->dilation[0];
+    if (iz < 0 || iz >= g->in[0]) continue;
+    for (ky = 0; ky < g->kernel[1]; ky++) {
+      int64_t iy = oh * g->stride[1] - g->pad[1] + ky * g->dilation[1];
+      const float *src;
+      if (iy < 0 || iy >= g->in[1]) continue;
+      src = plane + (iz * g->in[1] + iy) * g->in[2];
+      for (kx = 0; kx < g->kernel[2]; kx++) {
+        int64_t offset = kx * g->dilation[2] - g->pad[2];
+        aotc_pooling_columns_(offset, sw, g->in[2], ow_n, &lo, &hi);
+        if (irow) {
+          int64_t base = index_base + iz * g->index_stride[0] + iy * g->index_stride[1];
+          for (ow = lo; ow < hi; ow++) {
+            float v = src[ow * sw + offset];
+            if (v > yrow[ow]) {
+              yrow[ow] = v;
+              irow[ow] = base + (ow * sw + offset) * g->index_stride[2];
+            }
+          }
+        } else if (is_max) {
+          if (sw == 1) {
+            for (ow = lo; ow < hi; ow++) yrow[ow] = AOTC_MAX(src[ow + offset], yrow[ow]);
+          } else {
+            for (ow = lo; ow < hi; ow++) yrow[ow] = AOTC_MAX(src[ow * sw + offset], yrow[ow]);
+          }
+        } else {
+          if (sw == 1) {
+            for (ow = lo; ow < hi; ow++) yrow[ow] += src[ow + offset];
+          } else {
+            for (ow = lo; ow < hi; ow++) yrow[ow] += src[ow * sw + offset];
+          }
+        }
+      }
+    }
+  }
+  if (!is_max) {
+    int64_t dh = aotc_pooling_count_(g, 0, od) * aotc_pooling_count_(g, 1, oh);
+    for (ow = 0; ow < ow_n; ow++) yrow[ow] /= (float)(dh * aotc_pooling_count_(g, 2, ow));
+  }
+}
+
+typedef struct {
+  const aotc_pooling_geom *g;
+  int is_max;
+  const float *x;
+  float *y;
+  int64_t *indices;
+  int64_t rows_per_task, tasks_per_plane;
+} aotc_pooling_args_;
+
+AOTC_FN void aotc_pooling_task_(void *arg, int64_t task) {
+  const aotc_pooling_args_ *a = (const aotc_pooling_args_ *)arg;
+  const aotc_pooling_geom *g = a->g;
+  int64_t plane = task / a->tasks_per_plane, rows = g->out[0] * g->out[1];
+  int64_t r0 = (task % a->tasks_per_plane) * a->rows_per_task;
+  int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows), r;
+  int64_t in_vol = aotc_pooling_volume_(g->in), out_vol = aotc_pooling_volume_(g->out);
+  for (r = r0; r < r1; r++) {
+    int64_t yoff = plane * out_vol + r * g->out[2];
+    aotc_pooling_row_(g, a->is_max, a->x + plane * in_vol, a->y + yoff,
+                      a->indices ? a->indices + yoff : NULL, plane * in_vol,
+                      r / g->out[1], r % g->out[1]);
+  }
+}
+
+/* is_max: MaxPool (indices: NULL or the Indices output), else AveragePool. */
+AOTC_FN void aotc_pooling_f32(aotc_pool *pool, const aotc_pooling_geom *g, int is_max,
+                              const float *x, float *y, int64_t *indices) {
+  aotc_pooling_args_ a;
+  int64_t rows = g->out[0] * g->out[1];
+  a.g = g;
+  a.is_max = is_max;
+  a.x = x;
+  a.y = y;
+  a.indices = indices;
+  /* about 8K outputs per task: enough to hide the dispatch, small enough to spread */
+  a.rows_per_task = AOTC_MAX(1, AOTC_MIN(rows, 8192 / AOTC_MAX(g->out[2], 1)));
+  a.tasks_per_plane = (rows + a.rows_per_task - 1) / a.rows_per_task;
+  aotc_parallel_for(pool, g->planes * a.tasks_per_plane, aotc_pooling_task_, &a);
+}
+
 #endif
