@@ -6,7 +6,7 @@ minimum optimisation level and whether it preserves bits; in exact mode only the
 that preserve bits run. No pass sees input shapes (shape work belongs to the plan).
 After each pass, nodes nothing reads are removed.
 """
-from . import constant_fold, conv_batchnorm_fold, gelu, layernorm
+from . import attention, constant_fold, conv_activation, conv_batchnorm_fold, gelu, layernorm, linear_pack_fuse
 from .graph_tools import remove_unused
 
 LEVELS = {"none": 0, "basic": 1, "all": 2}

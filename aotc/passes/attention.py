@@ -11,6 +11,7 @@ absorbed as permutations (the kernel reads and writes those strided layouts):
 An empty perm means identity. Does not preserve bits (the softmax streams over tiles).
 """
 from ..ir import Node
+from .graph_tools import Rewrite
 from .patterns import Matcher, other_input
 
 NAME = "attention"
@@ -18,23 +19,19 @@ NAME = "attention"
 
 def run(graph, ctx):
     m = Matcher(graph)
-    replaced = {}
+    rewrite = Rewrite()
     for softmax in graph.nodes:
         if softmax.op_type != "Softmax" or softmax.domain:
             continue
         match = _match(m, softmax, ctx)
-        if match is None or any(id(n) in replaced for n in match["members"]):
+        if match is None or rewrite.any_claimed(match["members"]):
             continue
-        for n in match["members"]:
-            replaced[id(n)] = None
         last = match["last"]
         inputs = [match["q"], match["k"], match["v"]] + ([match["mask"]] if match["mask"] else [])
-        replaced[id(last)] = Node("Attention", last.name, inputs, [last.outputs[0]], {
+        rewrite.replace(match["members"], last, Node("Attention", last.name, inputs, [last.outputs[0]], {
             "scale": match["scale"], "q_perm": match["q_perm"], "k_perm": match["k_perm"],
-            "v_perm": match["v_perm"], "out_perm": match["out_perm"]}, "ai.aotc")
-    if replaced:
-        graph.nodes = [n for n in (replaced.get(id(n), n) for n in graph.nodes) if n is not None]
-    return sum(1 for v in replaced.values() if v is not None)
+            "v_perm": match["v_perm"], "out_perm": match["out_perm"]}, "ai.aotc"))
+    return rewrite.apply(graph)
 
 
 def _match(m, softmax, ctx):

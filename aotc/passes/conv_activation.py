@@ -3,6 +3,7 @@ whose bias and activation run in the convolution's tile epilogue. Preserves bits
 activation is the operator's own arithmetic on the same values."""
 from ..ir import Node
 from .activation import activation_attrs
+from .graph_tools import Rewrite
 from .patterns import Matcher
 
 NAME = "conv-activation"
@@ -10,17 +11,13 @@ NAME = "conv-activation"
 
 def run(graph, ctx):
     m = Matcher(graph)
-    replaced = {}
+    rewrite = Rewrite()
     for conv in graph.nodes:
         if conv.op_type != "Conv" or conv.domain:
             continue
         act = m.only_user(conv.outputs[0])
         attrs = activation_attrs(m, act) if act is not None else None
-        if attrs is None:
-            continue
-        replaced[id(conv)] = None
-        replaced[id(act)] = Node("FusedConv", conv.name, list(conv.inputs), [act.outputs[0]],
-                                 {**conv.attrs, **attrs}, "ai.aotc")
-    if replaced:
-        graph.nodes = [n for n in (replaced.get(id(n), n) for n in graph.nodes) if n is not None]
-    return sum(1 for v in replaced.values() if v is not None)
+        if attrs is not None:
+            rewrite.replace([conv], act, Node("FusedConv", conv.name, list(conv.inputs),
+                                              [act.outputs[0]], {**conv.attrs, **attrs}, "ai.aotc"))
+    return rewrite.apply(graph)

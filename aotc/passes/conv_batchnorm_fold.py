@@ -7,17 +7,16 @@ Does not preserve bits: the scale moves before the sum.
 import numpy as np
 
 from ..ir import Node
-from .graph_tools import fresh_name
+from .graph_tools import Rewrite, fresh_name
 from .patterns import Matcher
 
 NAME = "conv-batchnorm-fold"
 
 
 def run(graph, ctx):
-    fired = 0
     m = Matcher(graph)
-    replaced = {}
-    for bn in list(graph.nodes):
+    rewrite = Rewrite()
+    for bn in graph.nodes:
         if bn.op_type != "BatchNormalization" or bn.domain:
             continue
         conv = m.made_by(bn.inputs[0], "Conv")
@@ -26,19 +25,8 @@ def run(graph, ctx):
             if conv is not None:
                 ctx.note(NAME, bn, reason)
             continue
-        replaced[id(bn)] = _folded(graph, m, conv, bn)
-        replaced[id(conv)] = None
-        fired += 1
-    if fired:
-        nodes = []
-        for n in graph.nodes:
-            if id(n) in replaced:
-                if replaced[id(n)] is not None:
-                    nodes.append(replaced[id(n)])
-            else:
-                nodes.append(n)
-        graph.nodes = nodes
-    return fired
+        rewrite.replace([conv], bn, _folded(graph, m, conv, bn))
+    return rewrite.apply(graph)
 
 
 def _refusal(m, conv, bn):

@@ -10,6 +10,7 @@ reader. Does not preserve bits: the fused expression is not the five operators' 
 import math
 
 from ..ir import Node
+from .graph_tools import Rewrite
 from .patterns import Matcher, other_input
 
 NAME = "gelu"
@@ -17,24 +18,18 @@ NAME = "gelu"
 
 def run(graph, ctx):
     m = Matcher(graph)
-    fused = {}       # id(last node of a chain) -> Gelu node; members -> None
+    rewrite = Rewrite()
     for node in graph.nodes:
-        if node.domain or node.op_type not in ("Erf", "Tanh") or id(node) in fused:
+        if node.domain or node.op_type not in ("Erf", "Tanh") or rewrite.claimed(node):
             continue
         match = _erf_chain(m, node) if node.op_type == "Erf" else _tanh_chain(m, node)
-        if match is None:
+        if match is None or rewrite.any_claimed(match[1]):
             continue
         x, members, last = match
-        if any(id(n) in fused for n in members):
-            continue
-        for n in members:
-            fused[id(n)] = None
-        fused[id(last)] = Node("Gelu", last.name, [x], [last.outputs[0]],
-                               {"approximate": "none" if node.op_type == "Erf" else "tanh"}, "ai.aotc")
-    if fused:
-        graph.nodes = [fused.get(id(n), n) if id(n) in fused else n for n in graph.nodes]
-        graph.nodes = [n for n in graph.nodes if n is not None]
-    return sum(1 for v in fused.values() if v is not None)
+        rewrite.replace(members, last, Node("Gelu", last.name, [x], [last.outputs[0]],
+                                            {"approximate": "none" if node.op_type == "Erf" else "tanh"},
+                                            "ai.aotc"))
+    return rewrite.apply(graph)
 
 
 def _erf_chain(m, erf):

@@ -38,3 +38,32 @@ def fresh_name(graph, base):
         k += 1
         name = f"{base}_{k}"
     return name
+
+
+class Rewrite:
+    """Node replacements collected during a pass and applied in one sweep: a fused node
+    takes the place of the last node it replaces (which keeps the order valid, since
+    every input of the chain is made before its last node), the others disappear."""
+
+    def __init__(self):
+        self._new = {}
+
+    def claimed(self, node):
+        return id(node) in self._new
+
+    def any_claimed(self, nodes):
+        return any(id(n) in self._new for n in nodes)
+
+    def replace(self, members, last, fused):
+        for n in members:
+            self._new[id(n)] = None
+        self._new[id(last)] = fused
+
+    @property
+    def count(self):
+        return sum(1 for v in self._new.values() if v is not None)
+
+    def apply(self, graph):
+        if self._new:
+            graph.nodes = [n for n in (self._new.get(id(n), n) for n in graph.nodes) if n is not None]
+        return self.count

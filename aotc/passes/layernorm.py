@@ -8,6 +8,7 @@ becomes LayerNormalization(x, gamma, beta, axis=-1, epsilon=eps) in the ai.aotc 
 (any opset). Only the last axis is fused: without shapes a positive axis is ambiguous.
 """
 from ..ir import Node
+from .graph_tools import Rewrite
 from .patterns import Matcher, other_input
 
 NAME = "layernorm"
@@ -15,22 +16,18 @@ NAME = "layernorm"
 
 def run(graph, ctx):
     m = Matcher(graph)
-    replaced = {}
+    rewrite = Rewrite()
     for mean in graph.nodes:
-        if mean.op_type != "ReduceMean" or mean.domain or id(mean) in replaced:
+        if mean.op_type != "ReduceMean" or mean.domain or rewrite.claimed(mean):
             continue
         match = _match(m, mean, ctx)
-        if match is None:
+        if match is None or rewrite.any_claimed(match[0]):
             continue
         members, last, x, gamma, beta, eps = match
-        for n in members:
-            replaced[id(n)] = None
-        replaced[id(last)] = Node("LayerNormalization", last.name, [x, gamma] + ([beta] if beta else []),
-                                  [last.outputs[0]], {"axis": -1, "epsilon": eps}, "ai.aotc")
-    if replaced:
-        graph.nodes = [replaced.get(id(n), n) for n in graph.nodes]
-        graph.nodes = [n for n in graph.nodes if n is not None]
-    return sum(1 for v in replaced.values() if v is not None)
+        rewrite.replace(members, last, Node("LayerNormalization", last.name,
+                                            [x, gamma] + ([beta] if beta else []), [last.outputs[0]],
+                                            {"axis": -1, "epsilon": eps}, "ai.aotc"))
+    return rewrite.apply(graph)
 
 
 def _last_axis_only(node, m, opset):

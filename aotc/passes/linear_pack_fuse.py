@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ir import Node
 from .activation import activation_attrs
-from .graph_tools import fresh_name
+from .graph_tools import Rewrite, fresh_name
 from .patterns import Matcher, other_input
 
 NAME = "linear-pack-fuse"
@@ -19,9 +19,9 @@ NAME = "linear-pack-fuse"
 
 def run(graph, ctx):
     m = Matcher(graph)
-    replaced = {}
+    rewrite = Rewrite()
     for node in graph.nodes:
-        if node.domain or node.op_type not in ("MatMul", "Gemm") or id(node) in replaced:
+        if node.domain or node.op_type not in ("MatMul", "Gemm") or rewrite.claimed(node):
             continue
         product = _product(graph, m, node, ctx)
         if product is None:
@@ -36,16 +36,12 @@ def run(graph, ctx):
                 members.append(add)
         act = m.only_user(last.outputs[0])
         act_attrs = activation_attrs(m, act) if act is not None else None
-        if act_attrs is not None and id(act) not in replaced:
+        if act_attrs is not None and not rewrite.claimed(act):
             attrs, last = act_attrs, act
             members.append(act)
-        for n in members:
-            replaced[id(n)] = None
-        replaced[id(last)] = Node("Linear", node.name, [a, b] + ([bias] if bias else []),
-                                  [last.outputs[0]], attrs, "ai.aotc")
-    if replaced:
-        graph.nodes = [n for n in (replaced.get(id(n), n) for n in graph.nodes) if n is not None]
-    return sum(1 for v in replaced.values() if v is not None)
+        rewrite.replace(members, last, Node("Linear", node.name, [a, b] + ([bias] if bias else []),
+                                            [last.outputs[0]], attrs, "ai.aotc"))
+    return rewrite.apply(graph)
 
 
 def b_columns(graph, b):
