@@ -1,6 +1,5 @@
 """Test helpers: build small ONNX models and compare aotc with onnxruntime."""
 import numpy as np
-import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper
 

@@ -7,7 +7,6 @@ import os
 import shutil
 
 import jinja2
-import numpy as np
 
 from .. import dtypes, resources
 from ..ops.base import EmitContext
