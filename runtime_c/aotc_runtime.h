@@ -5,6 +5,7 @@
 #include "aotc_base.h"
 #include "aotc_threads.h"
 #include "aotc_elementwise.h"
+#include "aotc_math.h"
 #include "aotc_layout.h"
 #include "aotc_gemm.h"
 #include "aotc_conv.h"

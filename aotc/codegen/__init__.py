@@ -46,8 +46,13 @@ class _Emitter:
         return f"((const {dtypes.c_type(array.dtype)} *)({self.name}_weights + {offset}))"
 
     def step_code(self, step, exact):
-        x = [self.pointer(v, True) if v is not None else "NULL" for v in step.inputs]
-        y = [self.pointer(v, False) if v is not None else "NULL" for v in step.outputs]
+        # Pointers are made on request: a constant the operator replaces (e.g. a weight
+        # it packs through ctx.const) must not also land in the blob as it was.
+        def x(i):
+            return self.pointer(step.inputs[i], True) if step.inputs[i] is not None else "NULL"
+
+        def y(i):
+            return self.pointer(step.outputs[i], False) if step.outputs[i] is not None else "NULL"
         scratch = f"(ws + {step.scratch_offset})" if step.scratch_bytes else "NULL"
         ctx = EmitContext(step.ctx, x, y, self.add_const, scratch, f"&{self.name}_pool", exact)
         return step.op.emit(ctx)

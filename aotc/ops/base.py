@@ -121,25 +121,26 @@ class OpContext:
 class EmitContext(OpContext):
     """OpContext plus what an operator needs to write C for its node.
 
-    x(i), y(i): C pointer expressions of input i (const T *) and output i (T *).
+    x(i), y(i): C pointer expressions of input i (const T *) and output i (T *); a
+        constant input reaches the weights only if its pointer is asked for.
     const(array): a C pointer expression to an extra constant placed in the weights.
     scratch: a `unsigned char *` expression for the node's scratch, if it asked for any.
     pool: the thread-pool expression to pass to parallel kernels.
     """
 
-    def __init__(self, op_ctx, x_exprs, y_exprs, add_const, scratch, pool, exact):
+    def __init__(self, op_ctx, x_pointer, y_pointer, add_const, scratch, pool, exact):
         super().__init__(op_ctx.node, op_ctx.inputs, op_ctx.opset, op_ctx.mode)
         self.outputs = op_ctx.outputs
-        self._x, self._y, self._add_const = x_exprs, y_exprs, add_const
+        self._x, self._y, self._add_const = x_pointer, y_pointer, add_const
         self.scratch = scratch
         self.pool = pool
         self.exact = exact
 
     def x(self, i):
-        return self._x[i]
+        return self._x(i)
 
     def y(self, i=0):
-        return self._y[i]
+        return self._y(i)
 
     def const(self, array):
         return self._add_const(np.ascontiguousarray(array))
