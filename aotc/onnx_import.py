@@ -3,7 +3,7 @@ import os
 
 import numpy as np
 import onnx
-from onnx import external_data_helper, helper, numpy_helper
+from onnx import defs, external_data_helper, helper, numpy_helper
 
 from . import dtypes
 from .errors import InvalidModel, Unsupported
@@ -55,8 +55,11 @@ def _load_external_data(proto, base_dir):
         raise InvalidModel("the model keeps weights in external files; pass it as a path, not bytes")
     root = os.path.realpath(base_dir)
     for t in tensors:
-        info = external_data_helper.ExternalDataInfo(t)
-        target = os.path.realpath(os.path.join(root, info.location))
+        try:
+            info = external_data_helper.ExternalDataInfo(t)
+            target = os.path.realpath(os.path.join(root, info.location))
+        except ValueError as e:   # a NUL in the location, a negative or non-numeric offset
+            raise InvalidModel(f"initializer {t.name!r}: bad external data entry: {e}") from None
         if os.path.isabs(info.location) or os.path.commonpath([root, target]) != root:
             raise InvalidModel(f"initializer {t.name!r}: external data {info.location!r} "
                                "lies outside the model's folder")
@@ -127,7 +130,41 @@ def _attributes(node):
     return attrs
 
 
+def _check_schema(n, name, domain, opset):
+    """Input and output counts and attribute types as the ONNX schema states them, so
+    passes and operators only ever see well-formed standard nodes."""
+    if domain != "":
+        return
+    try:
+        schema = defs.get_schema(n.op_type, opset, "")
+    except defs.SchemaError:
+        return                 # not an ONNX operator: UnsupportedOperator names it later
+    if not schema.min_input <= len(n.input) <= schema.max_input:
+        raise InvalidModel(f"{n.op_type} takes {schema.min_input} to {schema.max_input} inputs, "
+                           f"has {len(n.input)}", name)
+    if not schema.min_output <= len(n.output) <= schema.max_output:
+        raise InvalidModel(f"{n.op_type} makes {schema.min_output} to {schema.max_output} outputs, "
+                           f"has {len(n.output)}", name)
+    for a in n.attribute:
+        expected = schema.attributes.get(a.name)
+        if expected is not None and a.type != expected.type:
+            raise InvalidModel(f"attribute {a.name!r} is {onnx.AttributeProto.AttributeType.Name(a.type)}, "
+                               f"{n.op_type} takes {onnx.AttributeProto.AttributeType.Name(expected.type)}", name)
+
+
+def _require_utf8(g):
+    """protobuf hands back string fields that are not UTF-8 as bytes; ONNX requires UTF-8."""
+    for n in g.node:
+        for text in [n.name, n.op_type, n.domain, *n.input, *n.output]:
+            if isinstance(text, bytes):
+                raise InvalidModel(f"node text {text!r} is not valid UTF-8")
+    for vi in [*g.input, *g.output, *g.initializer]:
+        if isinstance(vi.name, bytes):
+            raise InvalidModel(f"value name {vi.name!r} is not valid UTF-8")
+
+
 def import_graph(g, opsets):
+    _require_utf8(g)
     initializers = {}
     for t in g.initializer:
         if t.name in initializers:
@@ -143,6 +180,7 @@ def import_graph(g, opsets):
     for i, n in enumerate(g.node):
         domain = "" if n.domain in ("", "ai.onnx") else n.domain
         name = n.name or f"{n.op_type}_{i}"
+        _check_schema(n, name, domain, opsets.get(domain, 0))
         nodes.append(Node(n.op_type, name, list(n.input), list(n.output), _attributes(n), domain))
     nodes = _topological(nodes, known)
     made = known | {o for n in nodes for o in n.outputs if o}

@@ -9,6 +9,7 @@ import shutil
 import jinja2
 
 from .. import dtypes, resources
+from ..errors import AotcError, InvalidModel
 from ..ops.base import EmitContext
 from . import cnames
 from .weights import WeightsBlob
@@ -55,11 +56,16 @@ class _Emitter:
             return self.pointer(step.outputs[i], False) if step.outputs[i] is not None else "NULL"
         scratch = f"(ws + {step.scratch_offset})" if step.scratch_bytes else "NULL"
         ctx = EmitContext(step.ctx, x, y, self.add_const, scratch, f"&{self.name}_pool", exact)
-        return step.op.emit(ctx)
+        try:
+            return step.op.emit(ctx)
+        except AotcError:
+            raise
+        except Exception as e:  # an attribute the operator could not read: report where
+            raise InvalidModel(f"{type(e).__name__}: {e}", step.node.name) from e
 
 
 def tensor_info(values, namer, prefix):
-    return [{"name": v.name, "literal": cnames.string_literal(v.name), "param": namer(prefix + v.name),
+    return [{"name": v.name, "literal": cnames.string_literal(v.name), "param": namer.fresh(prefix + v.name),
              "ctype": dtypes.c_type(v.type.dtype), "onnx_type": dtypes.to_onnx(v.type.dtype),
              "dtype": dtypes.name(v.type.dtype), "shape": list(v.type.shape)} for v in values]
 

@@ -30,13 +30,17 @@ class Namer:
     def __call__(self, text):
         if text in self.taken:
             return self.taken[text]
+        self.taken[text] = self.fresh(text)
+        return self.taken[text]
+
+    def fresh(self, text):
+        """A new identifier even for a text named before (a graph output listed twice)."""
         base = identifier(text, self.prefix)
         name, k = base, 1
         while name in self.used:
             k += 1
             name = f"{base}_{k}"
         self.used.add(name)
-        self.taken[text] = name
         return name
 
 

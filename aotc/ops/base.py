@@ -5,6 +5,7 @@ An operator module defines `OPS`, a list of OpDef, and is named once in
 codegen calls `emit` with an EmitContext. Operators never see codegen internals:
 everything they need to write C comes through the context.
 """
+import math
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -24,7 +25,7 @@ class TensorType:
 
     @property
     def numel(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(int(d) for d in self.shape)   # Python ints: no silent wrap-around
 
     @property
     def nbytes(self):

@@ -7,6 +7,7 @@ that preserve bits run. No pass sees input shapes (shape work belongs to the pla
 After each pass, nodes nothing reads are removed.
 """
 from . import attention, constant_fold, conv_activation, conv_batchnorm_fold, gelu, layernorm, linear_pack_fuse
+from ..errors import AotcError, InvalidModel
 from .graph_tools import remove_unused
 
 LEVELS = {"none": 0, "basic": 1, "all": 2}
@@ -42,6 +43,11 @@ def run_passes(graph, opt_level, mode):
     for module, level, preserves_bits in PASSES:
         if LEVELS[opt_level] < LEVELS[level] or (mode == "exact" and not preserves_bits):
             continue
-        fired[module.NAME] = fired.get(module.NAME, 0) + module.run(graph, ctx)
+        try:
+            fired[module.NAME] = fired.get(module.NAME, 0) + module.run(graph, ctx)
+        except AotcError:
+            raise
+        except Exception as e:  # a malformed node the schema check let through
+            raise InvalidModel(f"pass {module.NAME} failed on a malformed node: {type(e).__name__}: {e}") from e
         remove_unused(graph)
     return fired, ctx.notes

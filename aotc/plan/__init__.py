@@ -112,6 +112,10 @@ def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None):
             copies.append((i, v))
     keep = [v.name for _, v in copies if v.root.storage == "workspace"]
 
+    for v in values.values():
+        if v.type.nbytes > memory.MAX_WORKSPACE:
+            raise Unsupported(f"value {v.name!r} would take {v.type.nbytes / 2**30:.1f} GiB; the limit "
+                              "for one tensor is 2 GiB")
     intermediate = sum(v.type.nbytes for v in values.values() if v.storage == "workspace")
     workspace = memory.assign([s for s in steps if not s.op.view_of_input], values, keep)
     if workspace > memory.MAX_WORKSPACE:
