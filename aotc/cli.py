@@ -180,7 +180,7 @@ def cmd_compile(args):
     shapes = shapes_argument(args.model, args.shape)
     sess = aotc.compile(args.model, shapes=shapes, mode=args.mode, opt_level=args.opt_level,
                         target=args.target, out_dir=out_dir, name=args.name, weights=args.weights,
-                        dump_optimized=args.dump_optimized)
+                        dump_optimized=args.dump_optimized, sanitize=args.sanitize)
     print(f"compiled {args.model} -> {out_dir}/ ({sess.name}.c, {sess.name}.h, module {sess.name})")
     for t in sess.inputs:
         print(f"  input  {t.name}: {t.dtype} {list(t.shape)}")
@@ -265,6 +265,8 @@ def build_parser():
     c.add_argument("--report", action="store_true", help="print what the compiler did")
     c.add_argument("--weights", choices=["incbin", "c"], default="incbin",
                    help="weights as an .incbin blob (fast builds) or C initializers")
+    c.add_argument("--sanitize", action="store_true",
+                   help="build with AddressSanitizer and UBSan (load with the sanitizer runtimes preloaded)")
     c.add_argument("--dump-optimized", metavar="FILE.onnx",
                    help="also write the graph after the passes as ONNX (fused operators in ai.aotc)")
     c.set_defaults(handler=cmd_compile)
