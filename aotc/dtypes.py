@@ -1,4 +1,11 @@
-"""Element types: ONNX enum <-> numpy dtype <-> C type, in one table."""
+"""Element types: ONNX enum <-> numpy dtype <-> C type, in one table.
+
+float16 and bfloat16 are stored as 16-bit words: their C type is uint16_t wherever
+values are only stored or moved (pointers, the generated header, layout kernels), and
+element-wise kernels name them aotc_f16 / aotc_bf16 (runtime_c/aotc_half.h, same
+storage) to load them into float, compute in float and round once on store.
+"""
+import ml_dtypes
 import numpy as np
 from onnx import TensorProto
 
@@ -8,6 +15,8 @@ from .errors import Unsupported
 _TABLE = {
     TensorProto.FLOAT: (np.float32, "float", "f32"),
     TensorProto.DOUBLE: (np.float64, "double", "f64"),
+    TensorProto.FLOAT16: (np.float16, "uint16_t", "f16"),
+    TensorProto.BFLOAT16: (ml_dtypes.bfloat16, "uint16_t", "bf16"),
     TensorProto.INT64: (np.int64, "int64_t", "i64"),
     TensorProto.INT32: (np.int32, "int32_t", "i32"),
     TensorProto.INT16: (np.int16, "int16_t", "i16"),
@@ -19,6 +28,19 @@ _TABLE = {
     TensorProto.BOOL: (np.bool_, "bool", "bool"),
 }
 _BY_DTYPE = {np.dtype(v[0]): k for k, v in _TABLE.items()}
+
+FLOAT16 = np.dtype(np.float16)
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+HALVES = (FLOAT16, BFLOAT16)
+# Groups of element types, as operators list what they accept.
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64)) + HALVES
+SIGNED_INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+UNSIGNED_INTS = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+INTS = SIGNED_INTS + UNSIGNED_INTS
+NUMERIC = FLOATS + INTS
+SIGNED = FLOATS + SIGNED_INTS
+BOOL = (np.dtype(np.bool_),)
+_KERNEL_TYPE = {FLOAT16: "aotc_f16", BFLOAT16: "aotc_bf16"}
 
 
 def from_onnx(elem_type, what=""):
@@ -49,3 +71,29 @@ def is_supported(dtype):
 def name(dtype):
     """The ONNX spelling, as shown to users: 'float32', 'int64', ..."""
     return np.dtype(dtype).name
+
+
+def is_float(dtype):
+    """True for every floating type, bfloat16 included (whose numpy kind is 'V')."""
+    return np.dtype(dtype) in FLOATS
+
+
+def compute_dtype(dtype):
+    """The numpy type kernels compute this type in: float32 for the 16-bit floats."""
+    return np.dtype(np.float32) if np.dtype(dtype) in HALVES else np.dtype(dtype)
+
+
+def c_kernel_type(dtype):
+    """The C type name element-wise kernels take: it selects how values are loaded and
+    stored (AOTC_LD_<name>, AOTC_ST_<name>); c_type except for the 16-bit floats."""
+    return _KERNEL_TYPE.get(np.dtype(dtype)) or c_type(dtype)
+
+
+def c_compute_type(dtype):
+    """The C type an element-wise expression sees this type as."""
+    return c_type(compute_dtype(dtype))
+
+
+def c_load(dtype, element):
+    """C expression converting one stored element to its compute type."""
+    return f"AOTC_LD_{c_kernel_type(dtype)}({element})"

@@ -14,6 +14,11 @@ from collections import namedtuple
 import numpy as np
 
 try:
+    import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy, for bfloat16 models)
+except ImportError:
+    pass
+
+try:
     from .errors import AotcError, InvalidInput
 except ImportError:          # running as a copied module, without aotc
     try:

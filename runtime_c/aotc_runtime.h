@@ -3,6 +3,7 @@
 #define AOTC_RUNTIME_H_
 
 #include "aotc_base.h"
+#include "aotc_half.h"
 #include "aotc_threads.h"
 #include "aotc_elementwise.h"
 #include "aotc_math.h"

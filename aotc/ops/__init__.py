@@ -3,11 +3,14 @@
 Adding an operator: write its module (OPS = [OpDef(...)]), add it to MODULES below,
 add its kernel to runtime_c/ and its tests.
 """
-from . import binary, constants, conv, gelu, layout, matmul, norm, pool, reduce, unary, views
+from . import (activations, binary, constants, conv, gelu, layout, matmul, norm, pool, reduce, unary,
+               variadic, views)
 
 MODULES = [
     binary,
     unary,
+    activations,
+    variadic,
     gelu,
     constants,
     views,

@@ -1,144 +1,184 @@
-"""Unary element-wise operators: activations and math functions.
+"""Unary element-wise math operators, and the one mechanism every element-wise
+family (this one, activations, binary, variadic) builds its operators with.
 
 Each row gives the numpy function (for constant evaluation) and the C expression
-over X, built from the node's attributes. Outputs may take over their input's
-storage (the loop reads x[i] before writing y[i]).
+over X for the input's element type. float16 and bfloat16 are computed in float
+(X is a float in C, and numpy evaluates them in float32) and rounded once on store.
+Outputs may take over their input's storage (the loop reads x[i] before writing y[i]).
 """
+import math
+from collections import namedtuple
+
 import numpy as np
 
 from .. import dtypes
 from .base import OpDef, TensorType, c_double, c_float
+from .constants import cast_array
 
-FLOAT = (np.float32,)
-FLOATS = (np.float32, np.float64)
-SIGNED = (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64)
-
-
-def _lit(ctx, value):
-    return c_float(value) if np.dtype(ctx.inputs[0].dtype) == np.float32 else c_double(value)
+# ---- helpers shared by the element-wise modules --------------------------------------
 
 
-def _fn(ctx, name):
-    """libm function for the input's float type."""
-    return name + "f" if np.dtype(ctx.inputs[0].dtype) == np.float32 else name
+def literal(dtype, value):
+    """A C constant of `value` in the compute type of `dtype`."""
+    ct = dtypes.compute_dtype(dtype)
+    if ct == np.float32:
+        return c_float(value)
+    if ct == np.float64:
+        return c_double(value)
+    if ct == np.bool_:
+        return "1" if value else "0"
+    value = int(value)
+    if ct.kind == "u":
+        return f"UINT64_C({value})"
+    return "INT64_MIN" if value == -2**63 else f"INT64_C({value})"
 
 
-def _erf(x):
-    from math import erf
-    return np.vectorize(erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype)
+def math_fn(dtype, name):
+    """The libm function `name` for dtype's compute type (expf for float, exp for double)."""
+    return name + "f" if dtypes.compute_dtype(dtype) == np.float32 else name
 
 
-def _hard_sigmoid(ctx, x):
-    a, b = ctx.attr("alpha", 0.2), ctx.attr("beta", 0.5)
-    return np.clip(x * x.dtype.type(a) + x.dtype.type(b), 0, 1).astype(x.dtype)
+def saturate(dtype, expr):
+    """C conversion of a double expression to integer dtype: truncates, NaN gives 0 and
+    out-of-range values saturate (the rule of Cast)."""
+    info = np.iinfo(dtype)
+    return (f"AOTC_SATURATE({dtypes.c_kernel_type(dtype)}, {expr}, {float(info.min)!r}, "
+            f"{float(int(info.max) + 1)!r}, {np.dtype(dtype).name.upper()}_MAX)")
 
 
-# op type: (since, accepted types, numpy fn(ctx, x), C expr(ctx))
-_TABLE = {
-    "Relu": (6, SIGNED, lambda ctx, x: np.maximum(x, 0).astype(x.dtype),
-             lambda ctx: "(X > 0 ? X : 0)"),
-    "LeakyRelu": (6, FLOATS, lambda ctx, x: np.where(x >= 0, x, x * x.dtype.type(ctx.attr("alpha", 0.01))),
-                  lambda ctx: f"(X >= 0 ? X : X * {_lit(ctx, ctx.attr('alpha', 0.01))})"),
-    "Sigmoid": (6, FLOATS, lambda ctx, x: (1 / (1 + np.exp(-x))).astype(x.dtype),
-                lambda ctx: f"(1 / (1 + {_fn(ctx, 'exp')}(-X)))"),
-    "Tanh": (6, FLOATS, lambda ctx, x: np.tanh(x), lambda ctx: f"{_fn(ctx, 'tanh')}(X)"),
-    "Exp": (6, FLOATS, lambda ctx, x: np.exp(x), lambda ctx: f"{_fn(ctx, 'exp')}(X)"),
-    "Log": (6, FLOATS, lambda ctx, x: np.log(x), lambda ctx: f"{_fn(ctx, 'log')}(X)"),
-    "Sqrt": (6, FLOATS, lambda ctx, x: np.sqrt(x), lambda ctx: f"{_fn(ctx, 'sqrt')}(X)"),
-    "Erf": (9, FLOATS, lambda ctx, x: _erf(x), lambda ctx: f"{_fn(ctx, 'erf')}(X)"),
-    "Neg": (6, SIGNED, lambda ctx, x: np.negative(x), lambda ctx: "(-X)"),
-    "Abs": (6, SIGNED, lambda ctx, x: np.abs(x), lambda ctx: "(X < 0 ? -X : X)"),
-    "Reciprocal": (6, FLOATS, lambda ctx, x: np.reciprocal(x), lambda ctx: "(1 / X)"),
-    "Floor": (6, FLOATS, lambda ctx, x: np.floor(x), lambda ctx: f"{_fn(ctx, 'floor')}(X)"),
-    "Ceil": (6, FLOATS, lambda ctx, x: np.ceil(x), lambda ctx: f"{_fn(ctx, 'ceil')}(X)"),
-    "Not": (1, (np.bool_,), lambda ctx, x: np.logical_not(x), lambda ctx: "(!X)"),
-    "HardSigmoid": (6, FLOATS, _hard_sigmoid,
-                    lambda ctx: (f"AOTC_MIN(AOTC_MAX(X * {_lit(ctx, ctx.attr('alpha', 0.2))} + "
-                                 f"{_lit(ctx, ctx.attr('beta', 0.5))}, 0), 1)")),
-    "HardSwish": (14, FLOATS, lambda ctx, x: (x * np.clip(x / 6 + 0.5, 0, 1)).astype(x.dtype),
-                  lambda ctx: f"(X * AOTC_MIN(AOTC_MAX(X * {_lit(ctx, 1 / 6)} + {_lit(ctx, 0.5)}, 0), 1))"),
-}
+def to_dtype(array, dtype):
+    """A numpy result in its output type, converted with the C kernel's rules."""
+    array = np.asarray(array)
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu" and array.dtype.kind == "f":
+        return cast_array(array, dtype)
+    return array.astype(dtype)
 
 
-def _unary(op_type):
-    since, accepted, fn, expr = _TABLE[op_type]
-
-    def infer(ctx):
-        ctx.require_inputs(1)
-        ctx.require_dtype(0, accepted)
-        x = ctx.inputs[0]
-        return [TensorType(x.dtype, x.shape)]
-
-    def evaluate(ctx, arrays):
-        with np.errstate(all="ignore"):
-            return [np.asarray(fn(ctx, arrays[0])).astype(arrays[0].dtype)]
-
-    def emit(ctx):
-        y = ctx.outputs[0]
-        if y.numel == 0:
-            return ""
-        t = dtypes.c_type(y.dtype)
-        return f"AOTC_UNARY({t}, {t}, {ctx.y(0)}, {ctx.x(0)}, {y.numel}, {expr(ctx)});"
-
-    return OpDef(op_type, infer, emit, evaluate, since=since, supports_exact=False,
-                 in_place_inputs=(0,))
+def in_compute_types(arrays):
+    """Inputs as the kernels see them: 16-bit floats widened to float32."""
+    return [None if a is None else np.asarray(a).astype(dtypes.compute_dtype(a.dtype), copy=False)
+            for a in arrays]
 
 
-def _clip_bounds(ctx):
-    """(min, max) as C expressions or None: attributes before opset 11, inputs after."""
-    if ctx.opset < 11:
-        lo, hi = ctx.attr("min"), ctx.attr("max")
-        return (None if lo is None else _lit(ctx, lo)), (None if hi is None else _lit(ctx, hi))
-    bounds = []
-    for i in (1, 2):
-        if not ctx.has_input(i):
-            bounds.append(None)
-        elif ctx.inputs[i].value is not None:
-            v = ctx.inputs[i].value.reshape(-1)[0]
-            bounds.append(_lit(ctx, v) if ctx.inputs[0].dtype.kind == "f" else str(int(v)))
-        else:
-            bounds.append(f"({ctx.x(i)})[0]")
-    return bounds
+def input_dtype(ctx, i=0):
+    return np.dtype(ctx.inputs[i].dtype)
 
 
-def _clip_infer(ctx):
-    ctx.require_inputs(1, 3)
-    ctx.require_dtype(0, SIGNED + (np.uint8, np.uint16, np.uint32, np.uint64))
-    for i in (1, 2):
-        if ctx.has_input(i) and ctx.inputs[i].numel != 1:
-            raise ctx.fail(f"input {i} of Clip must be a scalar, has shape {list(ctx.inputs[i].shape)}")
-    x = ctx.inputs[0]
-    return [TensorType(x.dtype, x.shape)]
-
-
-def _clip_evaluate(ctx, arrays):
-    x = arrays[0]
-    if ctx.opset < 11:
-        lo, hi = ctx.attr("min"), ctx.attr("max")
-    else:
-        lo = arrays[1].reshape(-1)[0] if len(arrays) > 1 and arrays[1] is not None else None
-        hi = arrays[2].reshape(-1)[0] if len(arrays) > 2 and arrays[2] is not None else None
-    if lo is not None:
-        x = np.where(x < lo, x.dtype.type(lo), x)
-    if hi is not None:
-        x = np.where(x > hi, x.dtype.type(hi), x)
-    return [x]
-
-
-def _clip_emit(ctx):
+def unary_loop(ctx, expr, i=0):
+    """AOTC_UNARY over input i with this expression, writing output 0."""
     y = ctx.outputs[0]
     if y.numel == 0:
         return ""
-    lo, hi = _clip_bounds(ctx)
-    e = "X"
-    if lo is not None:
-        e = f"({e} < {lo} ? {lo} : {e})"
-    if hi is not None:
-        e = f"({e} > {hi} ? {hi} : {e})"
-    t = dtypes.c_type(y.dtype)
-    return f"AOTC_UNARY({t}, {t}, {ctx.y(0)}, {ctx.x(0)}, {y.numel}, {e});"
+    return (f"AOTC_UNARY({dtypes.c_kernel_type(y.dtype)}, {dtypes.c_kernel_type(ctx.inputs[i].dtype)}, "
+            f"{ctx.y(0)}, {ctx.x(i)}, {y.numel}, {expr});")
 
 
-OPS = [_unary(name) for name in _TABLE] + [
-    OpDef("Clip", _clip_infer, _clip_emit, _clip_evaluate, since=6, in_place_inputs=(0,)),
-]
+# A table row. numpy(ctx, x) sees x in its compute type; c(ctx, dtype) is the C
+# expression over X; out is the output type (None: the input's); exact marks results
+# that are exact by nature (no rounding, no NaN produced).
+Row = namedtuple("Row", "since accepted numpy c out exact", defaults=(None, False))
+
+
+def unary_op(op_type, row):
+    """The OpDef of one table row."""
+
+    def infer(ctx):
+        ctx.require_inputs(1)
+        ctx.require_dtype(0, row.accepted)
+        x = ctx.inputs[0]
+        row.c(ctx, input_dtype(ctx))        # attribute errors surface at compile time
+        return [TensorType(np.dtype(row.out or x.dtype), x.shape)]
+
+    def evaluate(ctx, arrays):
+        (x,) = in_compute_types(arrays[:1])
+        with np.errstate(all="ignore"):
+            return [to_dtype(row.numpy(ctx, x), row.out or arrays[0].dtype)]
+
+    def emit(ctx):
+        return unary_loop(ctx, row.c(ctx, input_dtype(ctx)))
+
+    return OpDef(op_type, infer, emit, evaluate, since=row.since, supports_exact=row.exact,
+                 in_place_inputs=(0,) if row.out is None else ())
+
+
+def libm(name):
+    """A C expression builder calling one libm function on X."""
+    return lambda ctx, dt: f"{math_fn(dt, name)}(X)"
+
+
+# ---- the math table ----------------------------------------------------------------
+
+
+def _abs_c(ctx, dt):
+    if dt in dtypes.UNSIGNED_INTS:
+        return "X"
+    if dt in dtypes.SIGNED_INTS:     # in unsigned: the lowest value wraps, as in numpy
+        return f"(X < 0 ? ({dtypes.c_kernel_type(dt)})(0 - (uint64_t)X) : X)"
+    return f"{math_fn(dt, 'fabs')}(X)"
+
+
+def _neg_c(ctx, dt):
+    if dt in dtypes.SIGNED_INTS:
+        return f"(({dtypes.c_kernel_type(dt)})(0 - (uint64_t)X))"
+    return "(-X)"
+
+
+def _sign_c(ctx, dt):
+    if dt in dtypes.UNSIGNED_INTS:
+        return "(X > 0)"
+    if dt in dtypes.SIGNED_INTS:
+        return "((X > 0) - (X < 0))"
+    return "(X > 0 ? 1 : (X < 0 ? -1 : X))"     # zeros and NaN pass through
+
+
+def _is_inf_c(ctx, dt):
+    tests = []
+    if ctx.attr("detect_positive", 1):
+        tests.append("X == AOTC_INF")
+    if ctx.attr("detect_negative", 1):
+        tests.append("X == -AOTC_INF")
+    return f"({' || '.join(tests)})" if tests else "((void)X, 0)"
+
+
+def _is_inf(ctx, x):
+    return (np.isposinf(x) & bool(ctx.attr("detect_positive", 1))) | (
+        np.isneginf(x) & bool(ctx.attr("detect_negative", 1)))
+
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
+
+
+F = dtypes.FLOATS
+_MATH = {
+    "Abs": Row(6, dtypes.NUMERIC, lambda ctx, x: np.abs(x), _abs_c),
+    "Neg": Row(6, dtypes.SIGNED, lambda ctx, x: np.negative(x), _neg_c),
+    "Sign": Row(9, dtypes.NUMERIC, lambda ctx, x: np.sign(x), _sign_c),
+    "Reciprocal": Row(6, F, lambda ctx, x: np.reciprocal(x), lambda ctx, dt: "(1 / X)"),
+    "Floor": Row(6, F, lambda ctx, x: np.floor(x), libm("floor")),
+    "Ceil": Row(6, F, lambda ctx, x: np.ceil(x), libm("ceil")),
+    # rint rounds halves to even in the default rounding mode, as Round asks
+    "Round": Row(11, F, lambda ctx, x: np.round(x), libm("rint")),
+    "Sqrt": Row(6, F, lambda ctx, x: np.sqrt(x), libm("sqrt")),
+    "Exp": Row(6, F, lambda ctx, x: np.exp(x), libm("exp")),
+    "Log": Row(6, F, lambda ctx, x: np.log(x), libm("log")),
+    "Erf": Row(9, F, lambda ctx, x: _erf(x), libm("erf")),
+    "Sin": Row(7, F, lambda ctx, x: np.sin(x), libm("sin")),
+    "Cos": Row(7, F, lambda ctx, x: np.cos(x), libm("cos")),
+    "Tan": Row(7, F, lambda ctx, x: np.tan(x), libm("tan")),
+    "Asin": Row(7, F, lambda ctx, x: np.arcsin(x), libm("asin")),
+    "Acos": Row(7, F, lambda ctx, x: np.arccos(x), libm("acos")),
+    "Atan": Row(7, F, lambda ctx, x: np.arctan(x), libm("atan")),
+    "Sinh": Row(9, F, lambda ctx, x: np.sinh(x), libm("sinh")),
+    "Cosh": Row(9, F, lambda ctx, x: np.cosh(x), libm("cosh")),
+    "Asinh": Row(9, F, lambda ctx, x: np.arcsinh(x), libm("asinh")),
+    "Acosh": Row(9, F, lambda ctx, x: np.arccosh(x), libm("acosh")),
+    "Atanh": Row(9, F, lambda ctx, x: np.arctanh(x), libm("atanh")),
+    "IsNaN": Row(9, F, lambda ctx, x: np.isnan(x), lambda ctx, dt: "(X != X)", np.bool_, True),
+    "IsInf": Row(10, F, _is_inf, _is_inf_c, np.bool_, True),
+    "Not": Row(1, dtypes.BOOL, lambda ctx, x: np.logical_not(x), lambda ctx, dt: "(!X)", None, True),
+    "BitwiseNot": Row(18, dtypes.INTS, lambda ctx, x: np.invert(x), lambda ctx, dt: "(~X)", None, True),
+}
+
+OPS = [unary_op(name, row) for name, row in _MATH.items()]

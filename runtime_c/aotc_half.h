@@ -1,0 +1,75 @@
+/* aotc runtime: 16-bit floating point storage types.
+ *
+ * float16 (IEEE binary16) and bfloat16 are stored as 16-bit words; kernels load them
+ * into float, compute in float and round once on store. Conversions are exact: to
+ * float is lossless, from float rounds to nearest even, keeps infinities and keeps NaN
+ * a (quiet) NaN with its sign and the payload bits that fit. Plain integer code, so
+ * the result does not depend on the FPU's rounding mode or flush-to-zero setting. */
+#ifndef AOTC_HALF_H_
+#define AOTC_HALF_H_
+
+#include "aotc_base.h"
+
+typedef uint16_t aotc_f16;
+typedef uint16_t aotc_bf16;
+
+AOTC_FN uint32_t aotc_f32_bits_(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+AOTC_FN float aotc_f32_from_bits_(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+AOTC_FN float aotc_f16_to_f32(aotc_f16 h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0x1fu) return aotc_f32_from_bits_(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {
+    /* zero or subnormal: mantissa * 2^-24, exact in float */
+    const float magnitude = (float)mantissa * 5.9604644775390625e-8f;
+    return aotc_f32_from_bits_(sign | aotc_f32_bits_(magnitude));
+  }
+  return aotc_f32_from_bits_(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+AOTC_FN aotc_f16 aotc_f32_to_f16(float f) {
+  const uint32_t bits = aotc_f32_bits_(f);
+  const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+  const uint32_t x = bits & 0x7fffffffu;
+  if (x > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((x >> 13) & 0x3ffu));  /* NaN */
+  if (x >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  /* rounds to >= 65520: inf */
+  if (x < 0x38800000u) {
+    /* below the smallest normal: a subnormal in units of 2^-24, rounded to even */
+    const uint32_t shift = 126u - (x >> 23);
+    uint32_t mantissa, result, rest, half;
+    if (shift > 24u) return sign;
+    mantissa = (x & 0x7fffffu) | 0x800000u;
+    result = mantissa >> shift;
+    rest = mantissa & ((1u << shift) - 1u);
+    half = 1u << (shift - 1u);
+    if (rest > half || (rest == half && (result & 1u))) result++;
+    return (uint16_t)(sign | result);
+  }
+  {
+    /* rebias the exponent, round the 13 dropped bits to even (a carry may raise the
+     * exponent, which is the correct result) */
+    uint32_t r = x - 0x38000000u;
+    r += 0x0fffu + ((r >> 13) & 1u);
+    return (uint16_t)(sign | (r >> 13));
+  }
+}
+
+AOTC_FN float aotc_bf16_to_f32(aotc_bf16 h) { return aotc_f32_from_bits_((uint32_t)h << 16); }
+
+AOTC_FN aotc_bf16 aotc_f32_to_bf16(float f) {
+  const uint32_t bits = aotc_f32_bits_(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x0040u);  /* NaN */
+  return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+#endif
