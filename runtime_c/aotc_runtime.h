@@ -13,5 +13,6 @@
 #include "aotc_pool.h"
 #include "aotc_norm.h"
 #include "aotc_reduce.h"
+#include "aotc_attention.h"
 
 #endif

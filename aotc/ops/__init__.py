@@ -3,7 +3,7 @@
 Adding an operator: write its module (OPS = [OpDef(...)]), add it to MODULES below,
 add its kernel to runtime_c/ and its tests.
 """
-from . import (activations, binary, constants, conv, gelu, layout, matmul, norm, pool, reduce, unary,
+from . import (activations, attention, binary, constants, conv, gelu, layout, matmul, norm, pool, reduce, unary,
                variadic, views)
 
 MODULES = [
@@ -20,6 +20,7 @@ MODULES = [
     pool,
     norm,
     reduce,
+    attention,
 ]
 
 _TABLE = {}

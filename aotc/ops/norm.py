@@ -4,6 +4,8 @@ Kernels in runtime_c/aotc_norm.h. BatchNormalization with constant statistics (a
 every exported model) becomes one multiply-add per element: the per-channel scale and
 shift are computed here, with the same float32 arithmetic the run-time path uses.
 """
+import dataclasses
+
 import numpy as np
 
 from .base import OpDef, TensorType, c_float
@@ -200,3 +202,5 @@ OPS = [
     OpDef("LogSoftmax", _softmax_infer, _log_softmax_emit, _log_softmax_evaluate, since=1),
     OpDef("LayerNormalization", _ln_infer, _ln_emit, since=17, supports_exact=True),
 ]
+# the layernorm pass makes it for models of any opset
+OPS.append(dataclasses.replace(OPS[-1], domain="ai.aotc", since=1))

@@ -21,6 +21,7 @@ PASSES = [
     (constant_fold, "basic", True),
     (layernorm, "all", False),
     (gelu, "all", False),
+    (attention, "all", False),
 ]
 
 
