@@ -11,8 +11,9 @@
  *   aotc_conv_im2col      the rest: output pixels cut into column blocks, each block
  *                         unfolded into scratch (im2col) straight into the GEMM's
  *                         packed-B layout and multiplied by one aotc_sgemm_packed.
- * Every output is a sum over (input channel, kz, ky, kx) in that order, plus the bias
- * last; no work split depends on the thread count. */
+ * Every output is a sum over (input channel, kz, ky, kx) in that order, plus the bias,
+ * then the activation `act` (NULL: none; aotc_gemm.h), applied by the thread that
+ * computed the value, right after it; no work split depends on the thread count. */
 #ifndef AOTC_CONV_H_
 #define AOTC_CONV_H_
 
@@ -44,16 +45,16 @@ AOTC_FN void aotc_conv_valid_range_(int64_t offset, int64_t stride, int64_t widt
 
 AOTC_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
                                  const float *w, const float *bias, float *y,
-                                 unsigned char *scratch) {
+                                 const aotc_activation *act, unsigned char *scratch) {
   int64_t pixels = aotc_conv_volume_(g->in), n, grp;
   int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group;
   for (n = 0; n < g->batch; n++)
     for (grp = 0; grp < g->group; grp++)
-      aotc_sgemm(pool, g->cout_g, pixels, g->cin_g,
-                 w + grp * g->cout_g * g->cin_g, g->cin_g, 0,
-                 x + (n * cin + grp * g->cin_g) * pixels, pixels, 0,
-                 y + (n * cout + grp * g->cout_g) * pixels, pixels,
-                 bias ? bias + grp * g->cout_g : NULL, NULL, scratch);
+      aotc_sgemm_act(pool, g->cout_g, pixels, g->cin_g,
+                     w + grp * g->cout_g * g->cin_g, g->cin_g, 0,
+                     x + (n * cin + grp * g->cin_g) * pixels, pixels, 0,
+                     y + (n * cout + grp * g->cout_g) * pixels, pixels,
+                     bias ? bias + grp * g->cout_g : NULL, NULL, act, scratch);
 }
 
 /* ---- one input channel per group: direct ------------------------------------------- */
@@ -61,6 +62,7 @@ AOTC_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const
 typedef struct {
   const aotc_conv_geom *g;
   const float *x, *w, *bias;
+  const aotc_activation *act;
   float *y;
   int64_t rows_per_task, tasks_per_channel;
   int64_t inner_lo, inner_hi;   /* output columns where every kx tap is inside the row */
@@ -225,6 +227,7 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   float *yrow = a->y + channel * aotc_conv_volume_(g->out) + r0 * g->out[2];
   for (r = r0; r < r1; r++, yrow += g->out[2]) {
     aotc_conv_direct_row_(g, plane, wk, bias, yrow, od, oh, a->inner_lo, a->inner_hi);
+    aotc_activation_apply(a->act, yrow, g->out[2]);
     if (++oh == g->out[1]) {
       oh = 0;
       od++;
@@ -233,13 +236,15 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
 }
 
 AOTC_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
-                              const float *w, const float *bias, float *y) {
+                              const float *w, const float *bias, float *y,
+                              const aotc_activation *act) {
   aotc_conv_direct_args_ a;
   int64_t rows = g->out[0] * g->out[1], unused;
   a.g = g;
   a.x = x;
   a.w = w;
   a.bias = bias;
+  a.act = act;
   a.y = y;
   /* about 8K outputs per task: enough to hide the dispatch, small enough to spread */
   a.rows_per_task = AOTC_MAX(1, AOTC_MIN(rows, 8192 / AOTC_MAX(g->out[2], 1)));
@@ -320,7 +325,7 @@ AOTC_FN size_t aotc_conv_im2col_bytes(const aotc_conv_geom *g, int64_t block_col
  * aotc_sgemm_packed_scratch_bytes(Cout_g, block_cols, K). */
 AOTC_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t block_cols,
                               const float *x, const float *w, const float *bias, float *y,
-                              unsigned char *scratch) {
+                              const aotc_activation *act, unsigned char *scratch) {
   aotc_conv_im2col_args_ a;
   int64_t in_px = aotc_conv_volume_(g->in), out_px = aotc_conv_volume_(g->out);
   int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group, n, grp;
@@ -336,9 +341,10 @@ AOTC_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t 
         a.x = x + (n * cin + grp * g->cin_g) * in_px;
         aotc_parallel_for(pool, (a.k + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC * a.strips,
                           aotc_conv_im2col_panel_, &a);
-        aotc_sgemm_packed(pool, g->cout_g, a.ncols, a.k, w + grp * g->cout_g * a.k, a.k, 0,
-                          a.packed, y + (n * cout + grp * g->cout_g) * out_px + a.first, out_px,
-                          bias ? bias + grp * g->cout_g : NULL, NULL, gemm_scratch);
+        aotc_sgemm_packed_act(pool, g->cout_g, a.ncols, a.k, w + grp * g->cout_g * a.k, a.k, 0,
+                              a.packed, y + (n * cout + grp * g->cout_g) * out_px + a.first,
+                              out_px, bias ? bias + grp * g->cout_g : NULL, NULL, act,
+                              gemm_scratch);
       }
 }
 

@@ -1,6 +1,6 @@
 /* aotc runtime: single-precision matrix product.
  *
- * C[i,j] = sum_k A[i,k] * B[k,j] (+ bias_m[i]) (+ bias_n[j]).
+ * C[i,j] = act(sum_k A[i,k] * B[k,j] (+ bias_m[i]) (+ bias_n[j])), act optional.
  *
  * Layout of packed operands (shared with the compile-time packer in aotc/ops/matmul.py):
  * - packed B: K cut into blocks of AOTC_SGEMM_KC rows; within a block, strips of
@@ -11,13 +11,15 @@
  *   (a[k * MR + i]); MR depends on the target's register file.
  *
  * Order of the arithmetic: every C element is one accumulator summed over k = 0..K-1
- * in order (blocks only store and reload it), then + bias_m, then + bias_n. Every path
+ * in order (blocks only store and reload it), then + bias_m, then + bias_n, then the
+ * activation, applied to each finished tile by the thread that computed it. Every path
  * (tiles, ragged edges, the M = 1 and N = 1 paths) keeps that order, so results do not
  * depend on tiling or on the thread count; the work split is a function of the shape. */
 #ifndef AOTC_GEMM_H_
 #define AOTC_GEMM_H_
 
 #include "aotc_base.h"
+#include "aotc_math.h"
 #include "aotc_threads.h"
 
 #define AOTC_SGEMM_KC 256
@@ -81,6 +83,90 @@ AOTC_FN float aotc_sgemm_nan_(void) {
 #else
 #define AOTC_SGEMM_CANON_(v) (v)
 #endif
+
+/* ---- activations of the tile epilogue ------------------------------------------- */
+
+/* Each activation as one expression over X, with the same arithmetic as the standalone
+ * operator (aotc/ops/activations.py, aotc/ops/gelu.py), so fused and separate give the
+ * same bits. A, B: LeakyRelu's alpha; HardSigmoid's alpha, beta; Clip's min, max
+ * (-inf, +inf when absent: the comparison is then never true, as without the bound).
+ * In exact mode the transcendental functions are aotc's own (aotc_math.h). */
+#ifdef AOTC_EXACT
+#define AOTC_ACT_EXPF_ aotc_exact_expf
+#define AOTC_ACT_TANHF_ aotc_exact_tanhf
+#define AOTC_ACT_ERFF_ aotc_exact_erff
+#else
+#define AOTC_ACT_EXPF_ expf
+#define AOTC_ACT_TANHF_ tanhf
+#define AOTC_ACT_ERFF_ erff
+#endif
+#define AOTC_ACT_NONE_EXPR(X, A, B) (X)
+#define AOTC_ACT_RELU_EXPR(X, A, B) ((X) > 0 ? (X) : 0)
+#define AOTC_ACT_LEAKY_RELU_EXPR(X, A, B) ((X) >= 0 ? (X) : (X) * (A))
+#define AOTC_ACT_CLIP_EXPR(X, A, B) \
+  (((X) < (A) ? (A) : (X)) > (B) ? (B) : ((X) < (A) ? (A) : (X)))
+#define AOTC_ACT_HARD_SIGMOID_EXPR(X, A, B) AOTC_MIN(AOTC_MAX((X) * (A) + (B), 0), 1)
+#define AOTC_ACT_HARD_SWISH_EXPR(X, A, B) \
+  ((X) * AOTC_ACT_HARD_SIGMOID_EXPR(X, 0.1666666716337204f, 0.5f))
+#define AOTC_ACT_SIGMOID_EXPR(X, A, B) (1 / (1 + AOTC_ACT_EXPF_(-(X))))
+#define AOTC_ACT_TANH_EXPR(X, A, B) AOTC_ACT_TANHF_(X)
+#define AOTC_ACT_GELU_EXPR(X, A, B) (0.5f * (X) * (1 + AOTC_ACT_ERFF_((X) * 0.7071067690849304f)))
+#define AOTC_ACT_GELU_TANH_EXPR(X, A, B) \
+  (0.5f * (X) *                          \
+   (1 + AOTC_ACT_TANHF_(0.7978845834732056f * ((X) + 0.044714998453855515f * (X) * (X) * (X)))))
+
+/* The activation KIND (NONE, RELU, ...; a name of aotc_act_kind without AOTC_ACT_) of the
+ * float X: the one spelling of every activation formula. */
+#define AOTC_ACTIVATION(KIND, X, A, B) AOTC_ACT_##KIND##_EXPR(X, A, B)
+
+typedef enum {
+  AOTC_ACT_NONE, AOTC_ACT_RELU, AOTC_ACT_LEAKY_RELU, AOTC_ACT_CLIP, AOTC_ACT_HARD_SIGMOID,
+  AOTC_ACT_HARD_SWISH, AOTC_ACT_SIGMOID, AOTC_ACT_TANH, AOTC_ACT_GELU, AOTC_ACT_GELU_TANH
+} aotc_act_kind;
+
+/* An activation and its two parameters (see the expressions above). */
+typedef struct {
+  aotc_act_kind kind;
+  float a, b;
+} aotc_activation;
+
+#define AOTC_ACT_CASE_(KIND)                                                      \
+  case AOTC_ACT_##KIND:                                                           \
+    for (i = 0; i < n; i++) {                                                     \
+      float X = y[i];                                                             \
+      y[i] = AOTC_SGEMM_CANON_(AOTC_ACTIVATION(KIND, X, a, b));                   \
+    }                                                                             \
+    break
+
+/* y[i] = act(y[i]) for i < n; act may be NULL (nothing to do). One switch per run of
+ * values, so each loop is the plain expression and vectorizes where it can. */
+AOTC_FN void aotc_activation_apply(const aotc_activation *act, float *y, int64_t n) {
+  float a, b;
+  int64_t i;
+  if (!act || act->kind == AOTC_ACT_NONE) return;
+  a = act->a;
+  b = act->b;
+  switch (act->kind) {
+    AOTC_ACT_CASE_(RELU);
+    AOTC_ACT_CASE_(LEAKY_RELU);
+    AOTC_ACT_CASE_(CLIP);
+    AOTC_ACT_CASE_(HARD_SIGMOID);
+    AOTC_ACT_CASE_(HARD_SWISH);
+    AOTC_ACT_CASE_(SIGMOID);
+    AOTC_ACT_CASE_(TANH);
+    AOTC_ACT_CASE_(GELU);
+    AOTC_ACT_CASE_(GELU_TANH);
+    default: break;
+  }
+}
+
+/* The same over an M x N block of rows with stride ld. */
+AOTC_FN void aotc_activation_apply_2d(const aotc_activation *act, float *y, int64_t ld,
+                                      int64_t rows, int64_t cols) {
+  int64_t i;
+  if (!act || act->kind == AOTC_ACT_NONE) return;
+  for (i = 0; i < rows; i++) aotc_activation_apply(act, y + i * ld, cols);
+}
 
 /* ---- packing ------------------------------------------------------------------- */
 
@@ -256,6 +342,7 @@ AOTC_FN void aotc_sgemv_narrow_(int64_t kc, const float *AOTC_RESTRICT a,
 typedef struct {
   int64_t M, N, K, lda, ldb, ldc, mblocks, nblocks, panels, strips, kblocks;
   const float *A, *B, *bias_m, *bias_n;
+  const aotc_activation *act;   /* NULL: none */
   int trans_a, trans_b;
   float *C, *pa;       /* pa: packed A (scratch) */
   const float *pb;     /* packed B (scratch or compile time) */
@@ -297,11 +384,12 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
         const float *bp = bblk + c / AOTC_SGEMM_NR * kc * AOTC_SGEMM_NR;
         const float *bn = last && j->bias_n ? j->bias_n + c : NULL;
         float *cp = j->C + i * j->ldc + c;
-        if (i + AOTC_SGEMM_MR <= j->M && c + AOTC_SGEMM_NR <= j->N)
+        int64_t rows = AOTC_MIN(AOTC_SGEMM_MR, j->M - i), cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
+        if (rows == AOTC_SGEMM_MR && cols == AOTC_SGEMM_NR)
           aotc_sgemm_tile_(kc, ap, bp, cp, j->ldc, first, last, bm, bn);
         else
-          aotc_sgemm_edge_tile_(kc, ap, bp, cp, j->ldc, AOTC_MIN(AOTC_SGEMM_MR, j->M - i),
-                                AOTC_MIN(AOTC_SGEMM_NR, j->N - c), first, last, bm, bn);
+          aotc_sgemm_edge_tile_(kc, ap, bp, cp, j->ldc, rows, cols, first, last, bm, bn);
+        if (last) aotc_activation_apply_2d(j->act, cp, j->ldc, rows, cols);   /* still in L1 */
       }
     }
   }
@@ -362,6 +450,7 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
     if (j->bias_n) v += j->bias_n[c0 + c];
     j->C[c0 + c] = AOTC_SGEMM_CANON_(v);
   }
+  aotc_activation_apply(j->act, j->C + c0, cols);
 }
 
 /* The common driver: packed_b is B already packed (then B/ldb/trans_b are unused). */
@@ -369,7 +458,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                              const float *A, int64_t lda, int trans_a,
                              const float *B, int64_t ldb, int trans_b, const float *packed_b,
                              float *C, int64_t ldc, const float *bias_m, const float *bias_n,
-                             unsigned char *scratch) {
+                             const aotc_activation *act, unsigned char *scratch) {
   aotc_sgemm_job_ j;
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
@@ -381,18 +470,19 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
         if (bias_n) v += bias_n[c];
         C[i * ldc + c] = AOTC_SGEMM_CANON_(v);
       }
+    aotc_activation_apply_2d(act, C, ldc, M, N);
     return;
   }
   /* A single column of C (contiguous) is a row of C^T = B^T A^T: the M = 1 path. */
   if (N == 1 && M > 1 && ldc == 1 && !packed_b) {
     aotc_sgemm_run_(pool, 1, M, K, B, ldb, !trans_b, A, lda, !trans_a, NULL, C, 1,
-                    bias_n, bias_m, scratch);
+                    bias_n, bias_m, act, scratch);
     return;
   }
   memset(&j, 0, sizeof j);
   j.M = M; j.N = N; j.K = K; j.lda = lda; j.ldb = ldb; j.ldc = ldc;
   j.A = A; j.B = B; j.C = C; j.trans_a = trans_a; j.trans_b = trans_b;
-  j.bias_m = bias_m; j.bias_n = bias_n;
+  j.bias_m = bias_m; j.bias_n = bias_n; j.act = act;
   j.panels = (M + AOTC_SGEMM_MR - 1) / AOTC_SGEMM_MR;
   j.strips = (N + AOTC_SGEMM_NR - 1) / AOTC_SGEMM_NR;
   j.kblocks = (K + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC;
@@ -427,7 +517,19 @@ AOTC_FN void aotc_sgemm(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                         const float *bias_m, const float *bias_n,
                         unsigned char *scratch) {
   aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, B, ldb, trans_b, NULL, C, ldc,
-                  bias_m, bias_n, scratch);
+                  bias_m, bias_n, NULL, scratch);
+}
+
+/* aotc_sgemm, then the activation `act` (NULL: none) on every element of C, in the
+ * tile epilogue. */
+AOTC_FN void aotc_sgemm_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                            const float *A, int64_t lda, int trans_a,
+                            const float *B, int64_t ldb, int trans_b,
+                            float *C, int64_t ldc,
+                            const float *bias_m, const float *bias_n,
+                            const aotc_activation *act, unsigned char *scratch) {
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, B, ldb, trans_b, NULL, C, ldc,
+                  bias_m, bias_n, act, scratch);
 }
 
 /* The same with B already packed (layout above, e.g. at compile time); the results are
@@ -439,7 +541,17 @@ AOTC_FN void aotc_sgemm_packed(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                                const float *bias_m, const float *bias_n,
                                unsigned char *scratch) {
   aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, 0, 0, packed_b, C, ldc,
-                  bias_m, bias_n, scratch);
+                  bias_m, bias_n, NULL, scratch);
+}
+
+/* aotc_sgemm_packed with the activation `act` (NULL: none) in the tile epilogue. */
+AOTC_FN void aotc_sgemm_packed_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                   const float *A, int64_t lda, int trans_a,
+                                   const float *packed_b, float *C, int64_t ldc,
+                                   const float *bias_m, const float *bias_n,
+                                   const aotc_activation *act, unsigned char *scratch) {
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, 0, 0, packed_b, C, ldc,
+                  bias_m, bias_n, act, scratch);
 }
 
 /* Y = alpha * Y (+ beta * C[i * csi + j * csj]) over an M x N row-major Y; C may be NULL

@@ -1,6 +1,7 @@
 """Every pass: fires on its pattern, refuses where the pattern is broken, and the fused
 graph computes what the unfused one does."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -107,3 +108,99 @@ def test_the_optimized_graph_dumps_as_valid_onnx(tmp_path):
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
     assert [(n.op_type, n.domain) for n in model.graph.node] == [("Gelu", "ai.aotc")]
+
+
+# ---- conv-batchnorm-fold ----------------------------------------------------------
+
+def _conv_bn(second_reader=False, runtime_mean=False):
+    rng = np.random.default_rng(3)
+    inits = {"w": rng.standard_normal((6, 3, 3, 3)).astype(np.float32),
+             "b": rng.standard_normal(6).astype(np.float32),
+             "scale": rng.uniform(0.5, 1.5, 6).astype(np.float32),
+             "beta": rng.standard_normal(6).astype(np.float32),
+             "mean": rng.standard_normal(6).astype(np.float32) * 0.1,
+             "var": rng.uniform(0.5, 1.5, 6).astype(np.float32)}
+    inputs = [("x", np.float32, (1, 3, 9, 9))]
+    if runtime_mean:
+        del inits["mean"]
+        inputs.append(("mean", np.float32, (6,)))
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("BatchNormalization", ["c", "scale", "beta", "mean", "var"], ["y"],
+                              epsilon=1e-3, name="bn")]
+    outputs = [("y", np.float32, None)]
+    if second_reader:
+        nodes.append(helper.make_node("Relu", ["c"], ["r"]))
+        outputs.append(("r", np.float32, None))
+    return make_model(nodes, inputs, outputs, inits)
+
+
+def test_conv_batchnorm_fold_folds_constant_statistics():
+    report = _compare(_conv_bn(), {"x": random((1, 3, 9, 9))}, rtol=1e-5, atol=1e-5)
+    assert report["passes"]["conv-batchnorm-fold"] == 1
+    assert "BatchNormalization" not in report["nodes_after"]
+
+
+@pytest.mark.parametrize("broken", ["second_reader", "runtime_mean"])
+def test_conv_batchnorm_fold_refuses_broken_patterns(broken):
+    model = _conv_bn(**{broken: True})
+    feeds = {"x": random((1, 3, 9, 9))}
+    if broken == "runtime_mean":
+        feeds["mean"] = random((6,), seed=4)
+    report = _compare(model, feeds, rtol=1e-5, atol=1e-5)
+    assert report["passes"]["conv-batchnorm-fold"] == 0
+    assert report["nodes_after"]["BatchNormalization"] == 1
+    assert any("bn" in note for note in report["pass_notes"])
+
+
+# ---- layernorm ----------------------------------------------------------------------
+
+def _decomposed_layernorm(axes=(-1,), with_beta=True, opset=13):
+    d = 24
+    nodes = [helper.make_node("ReduceMean", ["x"], ["mean"], axes=list(axes)),
+             helper.make_node("Sub", ["x", "mean"], ["d"]),
+             _const("two", 2.0), helper.make_node("Pow", ["d", "two"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["var"], axes=list(axes)),
+             _const("eps", 1e-5), helper.make_node("Add", ["var", "eps"], ["ve"]),
+             helper.make_node("Sqrt", ["ve"], ["std"]), helper.make_node("Div", ["d", "std"], ["n"]),
+             helper.make_node("Mul", ["n", "gamma"], ["g" if with_beta else "y"])]
+    inits = {"gamma": random((d,), seed=7, low=0.5, high=1.5)}
+    if with_beta:
+        nodes.append(helper.make_node("Add", ["g", "beta"], ["y"]))
+        inits["beta"] = random((d,), seed=8)
+    return make_model(nodes, [("x", np.float32, (2, 5, d))], [("y", np.float32, None)], inits, opset=opset)
+
+
+@pytest.mark.parametrize("with_beta", [True, False])
+def test_layernorm_fuses_the_written_out_chain(with_beta):
+    report = _compare(_decomposed_layernorm(with_beta=with_beta), {"x": random((2, 5, 24))},
+                      rtol=1e-5, atol=1e-5)
+    assert report["passes"]["layernorm"] == 1
+    assert report["nodes_after"] == {"LayerNormalization": 1}
+
+
+def test_layernorm_refuses_a_mean_over_another_axis():
+    report = _compare(_decomposed_layernorm(axes=(1,)), {"x": random((2, 5, 24))}, rtol=1e-5, atol=1e-5)
+    assert report["passes"]["layernorm"] == 0
+    assert any("last axis" in note for note in report["pass_notes"])
+
+
+# ---- the pass table on real exports ------------------------------------------------
+
+MODELS_DIR = os.environ.get("AOTC_MODELS_DIR", "")
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("bert_base", {"attention": 12, "gelu": 12}),
+    ("resnet50_bn", {"conv-batchnorm-fold": 53, "conv-activation": 33}),
+])
+def test_passes_fire_on_real_exports(name, expected):
+    from aotc.onnx_import import import_model
+    from aotc.passes import run_passes
+    path = os.path.join(MODELS_DIR, f"{name}.onnx")
+    if not os.path.isfile(path):
+        pytest.skip(f"{path} is absent (set AOTC_MODELS_DIR)")
+    fired, _ = run_passes(import_model(path), "all", "fast")
+    for pass_name, count in expected.items():
+        assert fired[pass_name] == count
+    if name == "bert_base":
+        assert fired["linear-pack-fuse"] >= 72

@@ -4,7 +4,7 @@ Adding an operator: write its module (OPS = [OpDef(...)]), add it to MODULES bel
 add its kernel to runtime_c/ and its tests.
 """
 from . import (activations, attention, binary, constants, conv, gelu, layout, matmul, norm, pool, reduce, unary,
-               variadic, views)
+               variadic, views, fused)
 
 MODULES = [
     binary,
@@ -21,6 +21,7 @@ MODULES = [
     norm,
     reduce,
     attention,
+    fused,
 ]
 
 _TABLE = {}

@@ -160,7 +160,7 @@ def _geometry(ctx):
                         lead(dilations, 1), lead(pads, 0))
 
 
-def _infer(ctx):
+def infer(ctx):
     g = _geometry(ctx)
     shape = (g.batch, g.cout_g * g.group) + g.out_dims[MAX_SPATIAL - g.spatial:]
     return [TensorType(np.dtype(np.float32), shape)]
@@ -170,7 +170,7 @@ def _align(n):
     return (n + 63) // 64 * 64
 
 
-def _scratch(ctx):
+def scratch(ctx):
     g = _geometry(ctx)
     if ctx.outputs and ctx.outputs[0].numel == 0:
         return 0
@@ -185,19 +185,22 @@ def _scratch(ctx):
     return 0
 
 
-def _emit(ctx):
+def emit_conv(ctx, act="NULL"):
+    """The C of one conv, with `act` (an `const aotc_activation *` expression, or NULL)
+    applied in the kernel's epilogue."""
     if ctx.outputs[0].numel == 0:
         return ""
     g = _geometry(ctx)
     bias = ctx.x(2) if ctx.has_input(2) else "NULL"
     kind = g.kind()
     if kind == "direct":
-        return f"aotc_conv_direct({ctx.pool}, {g.c_literal()}, {ctx.x(0)}, {ctx.x(1)}, {bias}, {ctx.y(0)});"
+        return (f"aotc_conv_direct({ctx.pool}, {g.c_literal()}, {ctx.x(0)}, {ctx.x(1)}, {bias}, "
+                f"{ctx.y(0)}, {act});")
     if kind == "pointwise":
         return (f"aotc_conv_pointwise({ctx.pool}, {g.c_literal()}, {ctx.x(0)}, {ctx.x(1)}, "
-                f"{bias}, {ctx.y(0)}, {ctx.scratch});")
+                f"{bias}, {ctx.y(0)}, {act}, {ctx.scratch});")
     return (f"aotc_conv_im2col({ctx.pool}, {g.c_literal()}, {g.block_columns()}, {ctx.x(0)}, "
-            f"{ctx.x(1)}, {bias}, {ctx.y(0)}, {ctx.scratch});")
+            f"{ctx.x(1)}, {bias}, {ctx.y(0)}, {act}, {ctx.scratch});")
 
 
-OPS = [OpDef("Conv", _infer, _emit, scratch=_scratch, since=1)]
+OPS = [OpDef("Conv", infer, emit_conv, scratch=scratch, since=1)]

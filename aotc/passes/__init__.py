@@ -22,6 +22,8 @@ PASSES = [
     (layernorm, "all", False),
     (gelu, "all", False),
     (attention, "all", False),
+    (linear_pack_fuse, "all", True),
+    (conv_activation, "all", True),
 ]
 
 
