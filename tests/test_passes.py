@@ -204,3 +204,21 @@ def test_passes_fire_on_real_exports(name, expected):
         assert fired[pass_name] == count
     if name == "bert_base":
         assert fired["linear-pack-fuse"] >= 72
+
+
+def test_the_dumped_bert_graph_is_valid_onnx_of_fused_nodes(tmp_path):
+    import collections
+
+    import onnx
+    from aotc.compiler import dump_optimized_graph
+    path = os.path.join(MODELS_DIR, "bert_base.onnx")
+    if not os.path.isfile(path):
+        pytest.skip(f"{path} is absent (set AOTC_MODELS_DIR)")
+    out = tmp_path / "bert_optimized.onnx"
+    dump_optimized_graph(onnx.load(path), "all", "fast", out)
+    model = onnx.load(out)
+    onnx.checker.check_model(model)
+    counts = collections.Counter((n.domain, n.op_type) for n in model.graph.node)
+    assert counts[("ai.aotc", "Attention")] == 12
+    assert counts[("ai.aotc", "Linear")] >= 72
+    assert ("", "MatMul") not in counts and ("", "Softmax") not in counts
