@@ -3,6 +3,10 @@
 Adding an operator: write its module (OPS = [OpDef(...)]), add it to MODULES below,
 add its kernel to runtime_c/ and its tests.
 """
+import functools
+
+import onnx.defs
+
 from . import (activations, attention, binary, constants, conv, gelu, layout, matmul, norm, pool, reduce, unary,
                variadic, views, fused)
 
@@ -33,11 +37,23 @@ for _module in MODULES:
 
 
 def find(domain, op_type, opset):
-    """The OpDef implementing op_type at this opset, or None."""
+    """The OpDef implementing op_type at this opset, or None. An ONNX operator whose
+    definition changed after the opset the OpDef was checked against is not taken:
+    a newer definition may mean something else."""
     op = _TABLE.get((domain, op_type))
     if op is None or opset < op.since:
         return None
+    if domain == "" and opset > op.checked_through and _since_version(op_type, opset) > op.checked_through:
+        return None
     return op
+
+
+@functools.lru_cache(maxsize=None)
+def _since_version(op_type, opset):
+    try:
+        return onnx.defs.get_schema(op_type, opset, "").since_version
+    except onnx.defs.SchemaError:
+        return 0
 
 
 def all_ops():

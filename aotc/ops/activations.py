@@ -4,6 +4,7 @@ Built with the element-wise table mechanism of unary.py: each row is the numpy
 function (x in its compute type) and the C expression over X. Attribute defaults
 are the ONNX ones.
 """
+import dataclasses
 import numpy as np
 
 from .. import dtypes
@@ -181,6 +182,10 @@ def _clip_emit(ctx):
     return unary_loop(ctx, e)
 
 
-OPS = [unary_op(name, row) for name, row in _ACTIVATIONS.items()] + [
+# Implemented to their newest definitions (Celu-28 adds types; Swish is new in 24).
+FOLLOWS_OPSET_28 = ("Celu", "Swish")
+
+OPS = [dataclasses.replace(unary_op(name, row), checked_through=28 if name in FOLLOWS_OPSET_28 else 22)
+       for name, row in _ACTIVATIONS.items()] + [
     OpDef("Clip", _clip_infer, _clip_emit, _clip_evaluate, since=6, in_place_inputs=(0,)),
 ]

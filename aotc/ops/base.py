@@ -59,6 +59,7 @@ class OpDef:
     scratch: Optional[Callable] = None
     domain: str = ""
     since: int = 1                       # lowest opset version implemented
+    checked_through: int = 22            # newest opset whose definition this follows
     supports_exact: bool = False
     in_place_inputs: tuple = ()          # inputs whose storage output 0 may take over
     view_of_input: bool = False          # output 0 is input 0 reinterpreted; never emitted

@@ -144,6 +144,9 @@ def _same(expr):
 Row = namedtuple("Row", "numpy accepted out c since exact", defaults=(7, False))
 B = dtypes.BOOL
 N = dtypes.NUMERIC
+# Implemented to their opset-28 definitions (signed shifts, floored float Mod).
+FOLLOWS_OPSET_28 = ("Mod", "BitShift")
+
 _TABLE = {
     "Add": Row(lambda ctx, a, b: a + b, N, None, wrapping("+")),
     "Sub": Row(lambda ctx, a, b: a - b, N, None, wrapping("-")),
@@ -211,7 +214,8 @@ def _binary(op_type):
         return f"AOTC_BINARY({', '.join(args)});"
 
     return OpDef(op_type, infer, emit, evaluate, since=row.since, supports_exact=row.exact,
-                 in_place_inputs=(0, 1) if row.out is None else ())
+                 in_place_inputs=(0, 1) if row.out is None else (),
+                 checked_through=28 if op_type in FOLLOWS_OPSET_28 else 22)
 
 
 def _where_infer(ctx):
