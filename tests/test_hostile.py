@@ -488,3 +488,22 @@ def test_names_that_are_not_utf8_are_an_invalid_model(no_c_compiler, old, new):
                        [("yq", np.float32, (2,))])
     with pytest.raises(aotc.InvalidModel, match="UTF-8"):
         aotc.compile(model.SerializeToString().replace(old, new))
+
+
+@pytest.mark.parametrize("weights", ["incbin", "c"])
+def test_a_gigantic_c_file_is_refused_before_the_compiler_runs(monkeypatch, weights):
+    from aotc import codegen
+    monkeypatch.setattr(codegen, "MAX_SOURCE_BYTES", 2048 if weights == "incbin" else 64 << 10)
+    nodes = [helper.make_node("Neg", ["x" if i == 0 else f"v{i}"], [f"v{i + 1}"]) for i in range(40)]
+    model = make_model(nodes, [("x", np.float32, (4,))], [("v40", np.float32, (4,))],
+                       {"big": random_array((1 << 16,))} if weights == "c" else None)
+    if weights == "c":   # a weight the graph reads at run time, so it is emitted
+        model.graph.node.append(helper.make_node("Gather", ["big", "idx"], ["picked"]))
+        model.graph.input.append(helper.make_tensor_value_info("idx", TensorProto.INT64, [2]))
+        model.graph.output.append(helper.make_tensor_value_info("picked", TensorProto.FLOAT, None))
+    with pytest.raises(aotc.Unsupported, match="the limit is"):
+        aotc.compile(model, weights=weights)
+
+
+def random_array(shape):
+    return np.random.default_rng(0).standard_normal(shape).astype(np.float32)

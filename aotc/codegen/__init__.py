@@ -9,7 +9,7 @@ import shutil
 import jinja2
 
 from .. import dtypes, resources
-from ..errors import AotcError, InvalidModel
+from ..errors import AotcError, InvalidModel, Unsupported
 from ..ops.base import EmitContext
 from . import cnames
 from .weights import WeightsBlob
@@ -64,6 +64,15 @@ class _Emitter:
             raise InvalidModel(f"{type(e).__name__}: {e}", step.node.name) from e
 
 
+MAX_SOURCE_BYTES = 256 << 20   # beyond this a C compiler takes too long or fails
+
+
+def _check_size(size, what, advice):
+    if size > MAX_SOURCE_BYTES:
+        raise Unsupported(f"{what} would be {size / 2**20:.0f} MiB; the limit is "
+                          f"{MAX_SOURCE_BYTES >> 20} MiB{advice}")
+
+
 def tensor_info(values, namer, prefix):
     return [{"name": v.name, "literal": cnames.string_literal(v.name), "param": namer.fresh(prefix + v.name),
              "ctype": dtypes.c_type(v.type.dtype), "onnx_type": dtypes.to_onnx(v.type.dtype),
@@ -94,8 +103,13 @@ def generate(plan, name, out_dir, target, weights_form="incbin"):
     }
     env = _environment()
     os.makedirs(out_dir, exist_ok=True)
+    source = env.get_template("model.c.j2").render(context)
+    _check_size(len(source), "the generated C", "")
+    if weights_form == "c":   # about four characters of initializer per byte
+        _check_size(4 * emitter.blob.padded_size(), "the C initializer of the weights",
+                    "; build with weights='incbin'")
     with open(os.path.join(out_dir, f"{name}.c"), "w") as f:
-        f.write(env.get_template("model.c.j2").render(context))
+        f.write(source)
     with open(os.path.join(out_dir, f"{name}.h"), "w") as f:
         f.write(env.get_template("model.h.j2").render(context))
     if weights_form == "incbin":
