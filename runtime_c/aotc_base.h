@@ -34,6 +34,19 @@
 #define AOTC_ERR_NULL 2       /* a required pointer is NULL */
 #define AOTC_ERR_INDEX 3      /* an index input (Gather, ...) is out of range */
 
+/* A float's bits and back, without aliasing tricks. */
+AOTC_FN uint32_t aotc_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+AOTC_FN float aotc_f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 #define AOTC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define AOTC_MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -13,32 +13,20 @@
 typedef uint16_t aotc_f16;
 typedef uint16_t aotc_bf16;
 
-AOTC_FN uint32_t aotc_f32_bits_(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-AOTC_FN float aotc_f32_from_bits_(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 AOTC_FN float aotc_f16_to_f32(aotc_f16 h) {
   const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  if (exponent == 0x1fu) return aotc_f32_from_bits_(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0x1fu) return aotc_f32_from_bits(sign | 0x7f800000u | (mantissa << 13));
   if (exponent == 0) {
     /* zero or subnormal: mantissa * 2^-24, exact in float */
     const float magnitude = (float)mantissa * 5.9604644775390625e-8f;
-    return aotc_f32_from_bits_(sign | aotc_f32_bits_(magnitude));
+    return aotc_f32_from_bits(sign | aotc_f32_bits(magnitude));
   }
-  return aotc_f32_from_bits_(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  return aotc_f32_from_bits(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
 AOTC_FN aotc_f16 aotc_f32_to_f16(float f) {
-  const uint32_t bits = aotc_f32_bits_(f);
+  const uint32_t bits = aotc_f32_bits(f);
   const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
   const uint32_t x = bits & 0x7fffffffu;
   if (x > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((x >> 13) & 0x3ffu));  /* NaN */
@@ -64,10 +52,10 @@ AOTC_FN aotc_f16 aotc_f32_to_f16(float f) {
   }
 }
 
-AOTC_FN float aotc_bf16_to_f32(aotc_bf16 h) { return aotc_f32_from_bits_((uint32_t)h << 16); }
+AOTC_FN float aotc_bf16_to_f32(aotc_bf16 h) { return aotc_f32_from_bits((uint32_t)h << 16); }
 
 AOTC_FN aotc_bf16 aotc_f32_to_bf16(float f) {
-  const uint32_t bits = aotc_f32_bits_(f);
+  const uint32_t bits = aotc_f32_bits(f);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x0040u);  /* NaN */
   return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }

@@ -30,27 +30,15 @@
 
 /* ---- bit access and exact-product helpers ------------------------------------------ */
 
-AOTC_FN uint32_t aotc_math_bits_(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-AOTC_FN float aotc_math_float_(uint32_t u) {
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 /* y with the sign bit of s */
 AOTC_FN float aotc_math_copysign_(float y, float s) {
-    return aotc_math_float_((aotc_math_bits_(y) & 0x7fffffffu) | (aotc_math_bits_(s) & 0x80000000u));
+    return aotc_f32_from_bits((aotc_f32_bits(y) & 0x7fffffffu) | (aotc_f32_bits(s) & 0x80000000u));
 }
 
 /* c ? a : b as a bit-mask blend: it vectorizes where a conditional may stay a branch */
 AOTC_FN float aotc_math_select_(int c, float a, float b) {
     uint32_t mask = 0u - (uint32_t)(c != 0);
-    return aotc_math_float_((aotc_math_bits_(a) & mask) | (aotc_math_bits_(b) & ~mask));
+    return aotc_f32_from_bits((aotc_f32_bits(a) & mask) | (aotc_f32_bits(b) & ~mask));
 }
 
 /* x rounded to float precision. For |x| in [2^-126, 2^127] the rest x - hi(x) is exact
@@ -258,10 +246,10 @@ AOTC_FN float aotc_exact_logf(float x) {
         return -AOTC_INF;
     if (x == AOTC_INF)
         return x;
-    uint32_t ix = aotc_math_bits_(x);
+    uint32_t ix = aotc_f32_bits(x);
     int32_t k = 0;
     if (ix < 0x00800000u) { /* subnormal: scale into the normal range */
-        ix = aotc_math_bits_(x * 0x1p23f);
+        ix = aotc_f32_bits(x * 0x1p23f);
         k = -23;
     }
     /* ix - bits(0.699) with 128 added to the exponent field, so no value goes negative */
@@ -269,7 +257,7 @@ AOTC_FN float aotc_exact_logf(float x) {
     k += (int32_t)(d >> 23) - 128;
     uint32_t mant = d & 0x007fffffu;
     uint32_t piece = mant >> 17;
-    double z = (double)aotc_math_float_(0x3f330000u + mant);
+    double z = (double)aotc_f32_from_bits(0x3f330000u + mant);
     double r = z * (double)aotc_math_log_invc_[piece] - 1.0;
     /* log1p(r) = log1p(rh) + rl (1 - rh), r = rh + rl with rh a float, rl the 18-bit rest;
      * log1p(rh) = rh - rh^2/2 + rh^3 (1/3 - rh/4 + rh^2/5 - rh^3/6), the tail formed from
@@ -299,7 +287,7 @@ AOTC_FN float aotc_fast_expf(float x) {
     /* n = round(x / ln2) in the low bits of t; kb = n + 256 in [105, 385] */
     float t = xc * 0x1.715476p+0f + 0x1.8p23f;
     float n = t - 0x1.8p23f;
-    uint32_t kb = aotc_math_bits_(t) - (0x4b400000u - 256u);
+    uint32_t kb = aotc_f32_bits(t) - (0x4b400000u - 256u);
     float r = xc - n * 0x1.62e4p-1f; /* 16-bit ln2 part: n * it is exact */
     r = r - n * 0x1.7f7d1cp-20f;
     float q = 0x1.6c37ecp-10f;
@@ -310,7 +298,7 @@ AOTC_FN float aotc_fast_expf(float x) {
     float p = 1.0f + (r + r * r * q);
     /* 2^n as 2^floor(n/2) * 2^ceil(n/2): both normal, so only the last product rounds */
     uint32_t h = kb >> 1;
-    float y = p * aotc_math_float_((h - 1u) << 23) * aotc_math_float_((kb - h - 1u) << 23);
+    float y = p * aotc_f32_from_bits((h - 1u) << 23) * aotc_f32_from_bits((kb - h - 1u) << 23);
     return aotc_math_select_(x != x, x, y);
 }
 
@@ -372,13 +360,13 @@ AOTC_FN float aotc_fast_erff(float x) {
 AOTC_FN float aotc_fast_logf(float x) {
     /* Selections here are bit masks, not conditionals: several tests of the same bits
      * would let the compiler thread them into branches, and the loop would not vectorize. */
-    uint32_t ix = aotc_math_bits_(x);
+    uint32_t ix = aotc_f32_bits(x);
     uint32_t sub = 0u - (uint32_t)(ix < 0x00800000u); /* +0, positive subnormals: scale */
-    uint32_t iy = (aotc_math_bits_(x * 0x1p23f) & sub) | (ix & ~sub);
+    uint32_t iy = (aotc_f32_bits(x * 0x1p23f) & sub) | (ix & ~sub);
     /* m in [sqrt(1/2), sqrt(2)), x = 2^k m */
     iy = iy + (0x3f800000u - 0x3f3504f3u);
     int32_t k = (int32_t)(iy >> 23) - 127 - (int32_t)(sub & 23u);
-    float f = aotc_math_float_((iy & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+    float f = aotc_f32_from_bits((iy & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
     /* log1p(f) = f - f^2/2 + f^3 R(f) */
     float q = 0x1.1914ep-4f;
     q = q * f - 0x1.d3d314p-4f;
@@ -390,14 +378,14 @@ AOTC_FN float aotc_fast_logf(float x) {
     q = q * f - 0x1.000002p-2f;
     q = q * f + 0x1.555554p-2f;
     float kf = (float)k;
-    uint32_t y = aotc_math_bits_(kf * 0x1.62e4p-1f + (f + (f * f * (f * q - 0.5f) + kf * 0x1.7f7d1cp-20f)));
+    uint32_t y = aotc_f32_bits(kf * 0x1.62e4p-1f + (f + (f * f * (f * q - 0.5f) + kf * 0x1.7f7d1cp-20f)));
     uint32_t zero = 0u - (uint32_t)((ix & 0x7fffffffu) == 0);        /* -> -inf */
     uint32_t negative = 0u - (uint32_t)(ix > 0x80000000u);           /* x < 0, -inf, NaN: NaN */
     uint32_t itself = 0u - (uint32_t)(ix - 0x7f800000u < 0x00800000u); /* +inf, NaN */
     y = (y & ~zero) | (0xff800000u & zero);
     y = (y & ~negative) | (0x7fc00000u & negative);
     y = (y & ~itself) | (ix & itself);
-    return aotc_math_float_(y);
+    return aotc_f32_from_bits(y);
 }
 
 /* ---- loops ------------------------------------------------------------------------- */
