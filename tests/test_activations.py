@@ -7,7 +7,7 @@ from onnx import helper
 import aotc
 from oracle import assert_matches_ort, make_model, random
 from sanitize import CC, run_sanitized
-from test_elementwise import BF16, F16, FLOATS, allow_opset, assert_matches, values
+from test_elementwise import BF16, F16, FLOATS, assert_matches, values
 
 # op: (attribute sets to test, opset)
 ACTIVATIONS = {
@@ -36,9 +36,8 @@ def _cases():
 
 @pytest.mark.parametrize("op, attrs, opset", _cases())
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
-def test_activation(monkeypatch, op, attrs, opset, dtype):
+def test_activation(op, attrs, opset, dtype):
     if op == "Celu" and np.dtype(dtype) != np.float32:    # Celu-28 added the other types
-        allow_opset(monkeypatch, 28)
         opset = 28
     opset = max(opset, 13) if np.dtype(dtype) == BF16 else opset
     m = make_model([helper.make_node(op, ["x"], ["y"], **attrs)], [("x", dtype, (3, 11))],
@@ -50,8 +49,7 @@ def test_activation(monkeypatch, op, attrs, opset, dtype):
 
 @pytest.mark.parametrize("alpha", [None, 0.7])
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
-def test_swish_opset_24(monkeypatch, alpha, dtype):
-    allow_opset(monkeypatch, 24)
+def test_swish_opset_24(alpha, dtype):
     attrs = {} if alpha is None else {"alpha": alpha}
     m = make_model([helper.make_node("Swish", ["x"], ["y"], **attrs)], [("x", dtype, (2, 9))],
                    [("y", dtype, None)], opset=24)
