@@ -97,7 +97,7 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-_ACTIVATIONS = {
+ACTIVATIONS = {
     "Relu": Row(6, dtypes.SIGNED, lambda ctx, x: np.maximum(x, 0), lambda ctx, dt: "(X > 0 ? X : 0)"),
     "LeakyRelu": Row(6, F, lambda ctx, x: np.where(x >= 0, x, x * x.dtype.type(_attr(ctx, "alpha", 0.01))),
                      lambda ctx, dt: f"(X >= 0 ? X : X * {_lit_attr(ctx, dt, 'alpha', 0.01)})"),
@@ -158,7 +158,7 @@ def _clip_infer(ctx):
     return [TensorType(x.dtype, x.shape)]
 
 
-def _clip_evaluate(ctx, arrays):
+def clip_evaluate(ctx, arrays):
     x = in_compute_types(arrays[:1])[0]
     if ctx.opset < 11:
         lo, hi = ctx.attr("min"), ctx.attr("max")
@@ -186,6 +186,6 @@ def _clip_emit(ctx):
 FOLLOWS_OPSET_28 = ("Celu", "Swish")
 
 OPS = [dataclasses.replace(unary_op(name, row), checked_through=28 if name in FOLLOWS_OPSET_28 else 22)
-       for name, row in _ACTIVATIONS.items()] + [
-    OpDef("Clip", _clip_infer, _clip_emit, _clip_evaluate, since=6, in_place_inputs=(0,)),
+       for name, row in ACTIVATIONS.items()] + [
+    OpDef("Clip", _clip_infer, _clip_emit, clip_evaluate, since=6, in_place_inputs=(0,)),
 ]

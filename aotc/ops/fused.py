@@ -97,10 +97,10 @@ def apply_activation(ctx, y):
         return y
     with np.errstate(all="ignore"):
         if node.op_type == "Gelu":
-            return gelu._evaluate(node, [y])[0]
+            return gelu.evaluate(node, [y])[0]
         if node.op_type == "Clip":
-            return activations._clip_evaluate(node, [y])[0]
-        return activations._ACTIVATIONS[node.op_type].numpy(node, y).astype(np.float32)
+            return activations.clip_evaluate(node, [y])[0]
+        return activations.ACTIVATIONS[node.op_type].numpy(node, y).astype(np.float32)
 
 
 # ---- Linear --------------------------------------------------------------------------

@@ -29,7 +29,7 @@ def _infer(ctx):
     return [TensorType(x.dtype, x.shape)]
 
 
-def _evaluate(ctx, arrays):
+def evaluate(ctx, arrays):
     x = arrays[0].astype(np.float64)
     if _approximate(ctx) == "tanh":
         y = 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
@@ -59,6 +59,6 @@ def _emit(ctx):
 
 
 OPS = [
-    OpDef("Gelu", _infer, _emit, _evaluate, since=20, in_place_inputs=(0,)),
-    OpDef("Gelu", _infer, _emit, _evaluate, domain="ai.aotc", since=1, in_place_inputs=(0,)),
+    OpDef("Gelu", _infer, _emit, evaluate, since=20, in_place_inputs=(0,)),
+    OpDef("Gelu", _infer, _emit, evaluate, domain="ai.aotc", since=1, in_place_inputs=(0,)),
 ]
