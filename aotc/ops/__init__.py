@@ -1,32 +1,21 @@
-"""The operator table: every operator module, named once, in one list.
+"""The operator table: every module of this package that defines OPS.
 
-Adding an operator: write its module (OPS = [OpDef(...)]), add it to MODULES below,
-add its kernel to runtime_c/ and its tests.
+Adding an operator: write its module here (OPS = [OpDef(...)]), its kernel in
+runtime_c/ (included from aotc_runtime.h) and its tests. Modules are found by name,
+so operator families never edit a shared list.
 """
 import functools
+import importlib
+import pkgutil
 
 import onnx.defs
 
-from . import (activations, attention, binary, constants, conv, gelu, layout, matmul, norm, pool, reduce, unary,
-               variadic, views, fused)
+# modules of this package that are helpers, not operator families
+_NOT_OPERATORS = {"base", "broadcast"}
 
-MODULES = [
-    binary,
-    unary,
-    activations,
-    variadic,
-    gelu,
-    constants,
-    views,
-    layout,
-    matmul,
-    conv,
-    pool,
-    norm,
-    reduce,
-    attention,
-    fused,
-]
+MODULES = [importlib.import_module(f"{__name__}.{info.name}")
+           for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+           if info.name not in _NOT_OPERATORS and not info.name.startswith("_")]
 
 _TABLE = {}
 for _module in MODULES:
