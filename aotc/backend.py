@@ -7,16 +7,19 @@
 aotc compiles for fixed input shapes, so a rep keeps one Session per set of input
 shapes it has seen: the first run with new shapes compiles (aotc's compile cache makes
 a repeated compile cheap), later runs with the same shapes reuse the Session.
+A graph input that an operator needs at compile time (axes, a target shape, pads ...)
+is frozen to the value given at run time: the rep compiles once per such value.
 Sessions run on one thread: the conformance suite runs several workers side by side.
 """
 import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx import helper, shape_inference
 from onnx.backend.base import Backend, BackendRep, namedtupledict
 
 from . import dtypes
 from .compiler import compile as aotc_compile
-from .errors import InvalidInput, InvalidModel, Unsupported
+from .errors import InvalidInput, InvalidModel, NotConstant, Unsupported
 from .onnx_import import MAX_OPSET, import_model, load_model
 
 # prepare() keyword arguments that are passed on to aotc.compile
@@ -34,27 +37,42 @@ class AotcRep(BackendRep):
         self.output_names = [vi.name for vi in proto.graph.output]
         self.threads = threads
         self.compile_options = compile_options
-        self.sessions = {}           # tuple of input shapes -> Session
+        self.frozen = []             # inputs compiled in as constants, in discovery order
+        self.sessions = {}           # (input shapes, frozen values) -> Session
 
     def run(self, inputs, **kwargs):
         """inputs: a list (graph-input order) or a dict (name -> array) of arrays.
         Returns the outputs in graph-output order, as a namedtupledict."""
         if kwargs:
             raise Unsupported(f"rep.run() takes no options, got {', '.join(sorted(kwargs))}")
-        arrays = self._input_arrays(inputs)
-        session = self.session_for(tuple(a.shape for a in arrays))
-        results = session.run(dict(zip(self.input_names, arrays)))
+        arrays = dict(zip(self.input_names, self._input_arrays(inputs)))
+        session = self.session_for({name: a.shape for name, a in arrays.items()}, arrays)
+        results = session.run({name: a for name, a in arrays.items() if name not in self.frozen})
         outputs = [results[name] for name in self.output_names]
         return namedtupledict("Outputs", self.output_names)(*outputs)
 
-    def session_for(self, shapes):
-        """The Session compiled for these input shapes (compiled on first use)."""
-        session = self.sessions.get(shapes)
-        if session is None:
-            session = aotc_compile(self.proto, shapes=dict(zip(self.input_names, shapes)),
-                                   threads=self.threads, **self.compile_options)
-            self.sessions[shapes] = session
-        return session
+    def session_for(self, shapes, arrays=None):
+        """The Session compiled for these input shapes and the values of the frozen
+        inputs (compiled on first use). Without `arrays` (at prepare time) an input
+        that must be frozen raises NotConstant."""
+        while True:
+            frozen = {name: arrays[name] for name in self.frozen}
+            key = (tuple(shapes[n] for n in self.input_names),
+                   tuple((a.dtype.str, a.tobytes()) for a in frozen.values()))
+            session = self.sessions.get(key)
+            if session is not None:
+                return session
+            try:
+                session = aotc_compile(_freeze(self.proto, frozen),
+                                       shapes={n: shapes[n] for n in self.input_names if n not in frozen},
+                                       threads=self.threads, **self.compile_options)
+            except NotConstant as e:
+                if arrays is None or e.value not in arrays or e.value in self.frozen:
+                    raise
+                self.frozen.append(e.value)
+                continue
+            self.sessions[key] = session
+            return session
 
     def _input_arrays(self, inputs):
         if isinstance(inputs, dict):
@@ -72,6 +90,19 @@ class AotcRep(BackendRep):
                 raise InvalidInput(f"the model has {len(self.input_names)} inputs, "
                                    f"{len(values)} were given")
         return [_tensor_array(name, v) for name, v in zip(self.input_names, values)]
+
+
+def _freeze(proto, values):
+    """A copy of proto whose inputs named in `values` are initializers holding them."""
+    if not values:
+        return proto
+    frozen = onnx.ModelProto()
+    frozen.CopyFrom(proto)
+    kept = [vi for vi in frozen.graph.input if vi.name not in values]
+    del frozen.graph.input[:]
+    frozen.graph.input.extend(kept)
+    frozen.graph.initializer.extend(onnx.numpy_helper.from_array(a, name) for name, a in values.items())
+    return frozen
 
 
 def _tensor_array(name, value):
@@ -131,7 +162,11 @@ class AotcBackend(Backend):
         rep = AotcRep(proto, threads, **kwargs)
         static = _all_static(proto)
         if static is not None:
-            rep.session_for(static)
+            try:
+                rep.session_for(dict(zip(rep.input_names, static)))
+            except NotConstant as e:
+                if e.value not in rep.input_names:
+                    raise          # computed in the graph: no value given at run time helps
         return rep
 
     @classmethod

@@ -43,6 +43,16 @@ class Unsupported(AotcError):
     kind = "Unsupported"
 
 
+class NotConstant(Unsupported):
+    """An operator needs the value of `value` (axes, a shape, pads ...) at compile time
+    and the model computes or receives it at run time. A caller that knows the value
+    (aotc.backend does) may freeze the input and compile again."""
+
+    def __init__(self, message, node, value):
+        self.value = value
+        super().__init__(message, node)
+
+
 class InvalidInput(AotcError):
     """A Session.run argument that does not match the model's inputs."""
     kind = "InvalidInput"

@@ -14,6 +14,7 @@ from onnx.backend.test.case.node import collect_testcases
 
 import aotc
 import aotc.backend as backend
+from aotc.errors import Unsupported
 from aotc import conformance
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -65,10 +66,37 @@ def test_a_rep_compiles_once_per_set_of_input_shapes():
         s, y = rep.run([x, b])
         np.testing.assert_array_equal(s, x * 2)
         np.testing.assert_array_equal(y, np.maximum(x + b, 0))
-    assert sorted(rep.sessions) == [((2, 3), (3,)), ((5, 3), (3,))]
-    first = rep.sessions[((2, 3), (3,))]
+    assert sorted(rep.sessions) == [(((2, 3), (3,)), ()), (((5, 3), (3,)), ())]
+    first = rep.sessions[(((2, 3), (3,)), ())]
     rep.run([np.zeros((2, 3), np.float32), b])
-    assert rep.sessions[((2, 3), (3,))] is first
+    assert rep.sessions[(((2, 3), (3,)), ())] is first
+
+
+def test_an_input_needed_at_compile_time_is_frozen_to_each_value_given():
+    graph = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)], "reduce",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4]),
+         helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    rep = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for axis in (1, -1, 1):
+        (y,) = rep.run([x, np.array([axis], np.int64)])
+        np.testing.assert_array_equal(y, x.sum(axis=axis))
+    assert rep.frozen == ["axes"]
+    assert len(rep.sessions) == 2
+
+
+def test_a_computed_value_needed_at_compile_time_is_still_refused():
+    nodes = [helper.make_node("Abs", ["axes"], ["pos"]),
+             helper.make_node("ReduceSum", ["x", "pos"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "reduce",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    with pytest.raises(Unsupported, match="compile-time constant"):
+        backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
 
 
 def test_outputs_come_in_graph_order_and_by_name_from_a_dict_feed():

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .. import dtypes
-from ..errors import InvalidModel, Unsupported
+from ..errors import InvalidModel, NotConstant, Unsupported
 
 
 @dataclass
@@ -93,7 +93,9 @@ class OpContext:
         """The value of input i, which must be known at compile time."""
         t = self.inputs[i] if self.has_input(i) else None
         if t is None or t.value is None:
-            raise self.unsupported(f"input {i} ({what}) must be a compile-time constant")
+            value = self.node.inputs[i] if i < len(self.node.inputs) else ""
+            raise NotConstant(f"input {i} ({what}) must be a compile-time constant",
+                              self.node.name, value)
         return t.value
 
     def require_inputs(self, low, high=None):
