@@ -184,6 +184,66 @@ def test_layernorm_refuses_a_mean_over_another_axis():
     assert any("last axis" in note for note in report["pass_notes"])
 
 
+# ---- attention ----------------------------------------------------------------------
+
+def _attention(dtype=np.float32, scale="const", axis=-1, reader=False):
+    """Q Kt * scale + mask -> Softmax -> P V over [b, h, s, d] inputs."""
+    b, h, s, d = 1, 2, 7, 8
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["qk"]),
+             helper.make_node("Mul", ["qk", "scale"], ["scaled"]),
+             helper.make_node("Add", ["scaled", "mask"], ["masked"]),
+             helper.make_node("Softmax", ["masked"], ["p"], axis=axis),
+             helper.make_node("MatMul", ["p", "v"], ["y"])]
+    inputs = [(n, dtype, (b, h, s, d)) for n in "qkv"] + [("mask", dtype, (1, 1, 1, s))]
+    inits = {}
+    if scale == "const":
+        inits["scale"] = np.array(d ** -0.5, dtype)
+    else:
+        inputs.append(("scale", dtype, ()))
+    outputs = [("y", dtype, None)]
+    if reader:
+        nodes.append(helper.make_node("Neg", ["p"], ["extra"]))
+        outputs.append(("extra", dtype, None))
+    return make_model(nodes, inputs, outputs, inits)
+
+
+def _attention_feeds(dtype=np.float32, scale=False):
+    feeds = {n: random((1, 2, 7, 8), seed=i).astype(dtype) for i, n in enumerate("qkv")}
+    feeds["mask"] = np.where(np.arange(7) < 5, 0, -1e4).reshape(1, 1, 1, 7).astype(dtype)
+    if scale:
+        feeds["scale"] = np.array(0.25, dtype)
+    return feeds
+
+
+def test_attention_fuses_scaled_masked_softmax():
+    report = _compare(_attention(), _attention_feeds(), rtol=1e-5, atol=1e-6)
+    assert report["passes"]["attention"] == 1
+    assert report["nodes_after"] == {"Attention": 1}
+
+
+@pytest.mark.parametrize("broken, note", [
+    ({"reader": True}, "another reader"),
+    ({"scale": "input"}, "not a constant"),
+    ({"axis": 2}, "not the last"),
+])
+def test_attention_refuses_broken_patterns(broken, note):
+    feeds = _attention_feeds(broken.get("dtype", np.float32), scale=broken.get("scale") == "input")
+    report = _compare(_attention(**broken), feeds, rtol=1e-3, atol=1e-3)
+    assert report["passes"]["attention"] == 0
+    assert report["nodes_after"]["Softmax"] == 1
+    assert any(note in n for n in report["pass_notes"]), report["pass_notes"]
+
+
+def test_attention_refuses_other_element_types():
+    from aotc.onnx_import import import_model
+    from aotc.passes import run_passes
+    graph = import_model(_attention(np.float16))
+    fired, notes = run_passes(graph, "all", "fast")
+    assert fired["attention"] == 0
+    assert any("float32 only" in n and "float16" in n for n in notes), notes
+
+
 # ---- the pass table on real exports ------------------------------------------------
 
 MODELS_DIR = os.environ.get("AOTC_MODELS_DIR", "")

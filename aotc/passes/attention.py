@@ -9,7 +9,10 @@ absorbed as permutations (the kernel reads and writes those strided layouts):
     logical V  = transpose(v_input, v_perm)     [b, h, sk, dv]
     output     = transpose(softmax(Q Kt * scale + mask) V, out_perm)
 An empty perm means identity. Does not preserve bits (the softmax streams over tiles).
+Fires on float32 attention only: the kernel computes in float32.
 """
+import numpy as np
+
 from ..ir import Node
 from .graph_tools import Rewrite
 from .patterns import Matcher, other_input
@@ -38,6 +41,8 @@ def _match(m, softmax, ctx):
     axis = softmax.attr("axis", -1 if m.graph.opset("") >= 13 else 1)
     pv = m.only_user(softmax.outputs[0], "MatMul")
     if pv is None or pv.inputs[0] != softmax.outputs[0]:
+        if m.users.get(softmax.outputs[0]):
+            ctx.note(NAME, softmax, "the softmax output has another reader than P V")
         return None
     members = [softmax, pv]
     scores, mask = softmax.inputs[0], None
@@ -57,6 +62,11 @@ def _match(m, softmax, ctx):
         return None
     if axis != -1:
         ctx.note(NAME, softmax, f"softmax axis is {axis}, not the last")
+        return None
+    element_type = m.element_type(qk.inputs[0])
+    if element_type != np.float32:
+        ctx.note(NAME, softmax, "the attention kernel is float32 only; Q's element type is "
+                 + ("not known before shapes are" if element_type is None else str(element_type)))
         return None
     members += scale_nodes + [qk]
     inner = [o for n in members if n is not pv for o in n.outputs]

@@ -1,6 +1,7 @@
 """Pattern matching over an ir.Graph without shapes: who makes a value, who reads it,
 and which inputs are constants of a given value."""
 import numpy as np
+from onnx import helper
 
 from .graph_tools import consumers
 
@@ -45,6 +46,53 @@ class Matcher:
     def made_by(self, value, op_type):
         node = self.producer.get(value)
         return node if node is not None and node.op_type == op_type and not node.domain else None
+
+
+    def element_type(self, value):
+        """The element type of `value`, traced back through its producers; None when
+        the walk meets an operator whose output type it cannot tell. Element types are
+        fixed by the model, not by the input shapes a compile is given."""
+        seen = set()
+        while value and value not in seen:
+            seen.add(value)
+            if value in self.graph.initializers:
+                return self.graph.initializers[value].dtype
+            for vi in self.graph.inputs:
+                if vi.name == value:
+                    return np.dtype(vi.dtype)
+            node = self.producer.get(value)
+            if node is None or node.domain or node.outputs[0] != value:
+                return None
+            if node.op_type in _FIXED_OUTPUT_TYPES:
+                return np.dtype(_FIXED_OUTPUT_TYPES[node.op_type])
+            if node.op_type == "Cast":
+                return _onnx_dtype(node.attr("to"))
+            if node.op_type not in _OUTPUT_TYPE_OF_INPUT or not node.inputs:
+                return None
+            value = node.inputs[_OUTPUT_TYPE_OF_INPUT[node.op_type]]
+        return None
+
+
+# Operators whose output 0 has the type of one of their inputs (the index given), and
+# operators whose output 0 has one fixed type. Any other operator ends a type walk.
+_OUTPUT_TYPE_OF_INPUT = {op: 0 for op in (
+    "Add", "Sub", "Mul", "Div", "Pow", "Neg", "Abs", "Sqrt", "Exp", "Log", "Tanh", "Sigmoid",
+    "Erf", "Relu", "LeakyRelu", "Clip", "Gelu", "MatMul", "Gemm", "Softmax", "LogSoftmax",
+    "LayerNormalization", "BatchNormalization", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
+    "Flatten", "Identity", "Gather", "Slice", "Concat", "Split", "Expand", "Tile", "Pad",
+    "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Conv", "Dropout", "Max", "Min")}
+_OUTPUT_TYPE_OF_INPUT.update({"Where": 1, "CastLike": 1})
+_FIXED_OUTPUT_TYPES = {"Shape": np.int64, "Size": np.int64, "ArgMax": np.int64, "ArgMin": np.int64,
+                       "Equal": np.bool_, "Less": np.bool_, "Greater": np.bool_, "Not": np.bool_,
+                       "And": np.bool_, "Or": np.bool_, "LessOrEqual": np.bool_,
+                       "GreaterOrEqual": np.bool_}
+
+
+def _onnx_dtype(elem_type):
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(int(elem_type)))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def other_input(node, value):
