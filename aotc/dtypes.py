@@ -4,6 +4,14 @@ float16 and bfloat16 are stored as 16-bit words: their C type is uint16_t wherev
 values are only stored or moved (pointers, the generated header, layout kernels), and
 element-wise kernels name them aotc_f16 / aotc_bf16 (runtime_c/aotc_half.h, same
 storage) to load them into float, compute in float and round once on store.
+
+The 8-, 4- and 2-bit types (float8 variants, float4e2m1, int4/uint4, int2/uint2) are
+storage types: one element per byte, in the byte layout ml_dtypes gives them in numpy
+(4- and 2-bit values in the low bits, the rest zero), so arrays cross the Session
+boundary as they are. Their C type is uint8_t; the kernel type names (aotc_f8e4m3fn,
+aotc_i4, ...; runtime_c/aotc_cast.h) load them into float (the float types) or
+int8_t/uint8_t (the small integers). ONNX's packed form (two 4-bit or four 2-bit values
+a byte) exists only in TensorProto, and onnx.numpy_helper unpacks it at import.
 """
 import ml_dtypes
 import numpy as np
@@ -26,6 +34,16 @@ _TABLE = {
     TensorProto.UINT16: (np.uint16, "uint16_t", "u16"),
     TensorProto.UINT8: (np.uint8, "uint8_t", "u8"),
     TensorProto.BOOL: (np.bool_, "bool", "bool"),
+    TensorProto.FLOAT8E4M3FN: (ml_dtypes.float8_e4m3fn, "uint8_t", "f8e4m3fn"),
+    TensorProto.FLOAT8E4M3FNUZ: (ml_dtypes.float8_e4m3fnuz, "uint8_t", "f8e4m3fnuz"),
+    TensorProto.FLOAT8E5M2: (ml_dtypes.float8_e5m2, "uint8_t", "f8e5m2"),
+    TensorProto.FLOAT8E5M2FNUZ: (ml_dtypes.float8_e5m2fnuz, "uint8_t", "f8e5m2fnuz"),
+    TensorProto.FLOAT8E8M0: (ml_dtypes.float8_e8m0fnu, "uint8_t", "f8e8m0"),
+    TensorProto.FLOAT4E2M1: (ml_dtypes.float4_e2m1fn, "uint8_t", "f4e2m1"),
+    TensorProto.INT4: (ml_dtypes.int4, "uint8_t", "i4"),
+    TensorProto.UINT4: (ml_dtypes.uint4, "uint8_t", "u4"),
+    TensorProto.INT2: (ml_dtypes.int2, "uint8_t", "i2"),
+    TensorProto.UINT2: (ml_dtypes.uint2, "uint8_t", "u2"),
 }
 _BY_DTYPE = {np.dtype(v[0]): k for k, v in _TABLE.items()}
 
@@ -40,7 +58,18 @@ INTS = SIGNED_INTS + UNSIGNED_INTS
 NUMERIC = FLOATS + INTS
 SIGNED = FLOATS + SIGNED_INTS
 BOOL = (np.dtype(np.bool_),)
-_KERNEL_TYPE = {FLOAT16: "aotc_f16", BFLOAT16: "aotc_bf16"}
+# The storage-only types: moved by every layout operator, converted by Cast.
+FLOAT8 = tuple(np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
+                                     ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz))
+FLOAT8E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
+FLOAT4E2M1 = np.dtype(ml_dtypes.float4_e2m1fn)
+SMALL_FLOATS = FLOAT8 + (FLOAT8E8M0, FLOAT4E2M1)
+SMALL_INTS = tuple(np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2))
+SMALL = SMALL_FLOATS + SMALL_INTS
+_KERNEL_TYPE = {FLOAT16: "aotc_f16", BFLOAT16: "aotc_bf16",
+                **{t: "aotc_" + _TABLE[_BY_DTYPE[t]][2] for t in SMALL}}
+_SUB_BYTE_BITS = {FLOAT4E2M1: 4, **dict(zip(SMALL_INTS, (4, 4, 2, 2)))}
+_SMALL_INT_COMPUTE = {t: np.dtype(np.int8 if ml_dtypes.iinfo(t).min < 0 else np.uint8) for t in SMALL_INTS}
 
 
 def from_onnx(elem_type, what=""):
@@ -74,13 +103,24 @@ def name(dtype):
 
 
 def is_float(dtype):
-    """True for every floating type, bfloat16 included (whose numpy kind is 'V')."""
-    return np.dtype(dtype) in FLOATS
+    """True for every floating type, bfloat16 and the 8- and 4-bit floats included
+    (whose numpy kind is 'V')."""
+    return np.dtype(dtype) in FLOATS or np.dtype(dtype) in SMALL_FLOATS
+
+
+def bits(dtype):
+    """Bits of one element as ONNX counts them (4 for int4, 8 for float8, ...)."""
+    dtype = np.dtype(dtype)
+    return _SUB_BYTE_BITS.get(dtype, 8 * dtype.itemsize)
 
 
 def compute_dtype(dtype):
-    """The numpy type kernels compute this type in: float32 for the 16-bit floats."""
-    return np.dtype(np.float32) if np.dtype(dtype) in HALVES else np.dtype(dtype)
+    """The numpy type kernels compute this type in: float32 for the 16-, 8- and 4-bit
+    floats, int8 / uint8 for the 4- and 2-bit integers."""
+    dtype = np.dtype(dtype)
+    if dtype in HALVES or dtype in SMALL_FLOATS:
+        return np.dtype(np.float32)
+    return _SMALL_INT_COMPUTE.get(dtype, dtype)
 
 
 def c_kernel_type(dtype):

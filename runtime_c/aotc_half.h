@@ -52,6 +52,34 @@ AOTC_FN aotc_f16 aotc_f32_to_f16(float f) {
   }
 }
 
+/* double -> float16 in one rounding (through float would round twice), as numpy. */
+AOTC_FN aotc_f16 aotc_f64_to_f16(double d) {
+  uint64_t bits, x;
+  uint16_t sign;
+  memcpy(&bits, &d, sizeof bits);
+  sign = (uint16_t)((bits >> 48) & 0x8000u);
+  x = bits & UINT64_C(0x7fffffffffffffff);
+  if (x > UINT64_C(0x7ff0000000000000)) return (uint16_t)(sign | 0x7e00u | ((x >> 42) & 0x3ffu));
+  if (x >= UINT64_C(0x40effe0000000000)) return (uint16_t)(sign | 0x7c00u);  /* >= 65520: inf */
+  if (x < UINT64_C(0x3f10000000000000)) {
+    /* below 2^-14: a subnormal in units of 2^-24, rounded to even */
+    const unsigned shift = 1051u - (unsigned)(x >> 52);
+    uint64_t mantissa, result, rest, half;
+    if (shift > 53u) return sign;
+    mantissa = (x & UINT64_C(0xfffffffffffff)) | UINT64_C(0x10000000000000);
+    result = mantissa >> shift;
+    rest = mantissa & ((UINT64_C(1) << shift) - 1u);
+    half = UINT64_C(1) << (shift - 1u);
+    if (rest > half || (rest == half && (result & 1u))) result++;
+    return (uint16_t)(sign | result);
+  }
+  {
+    uint64_t r = x - UINT64_C(0x3f00000000000000);   /* rebias 1023 -> 15 */
+    r += UINT64_C(0x1ffffffffff) + ((r >> 42) & 1u);
+    return (uint16_t)(sign | (r >> 42));
+  }
+}
+
 AOTC_FN float aotc_bf16_to_f32(aotc_bf16 h) { return aotc_f32_from_bits((uint32_t)h << 16); }
 
 AOTC_FN aotc_bf16 aotc_f32_to_bf16(float f) {

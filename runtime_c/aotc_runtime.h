@@ -4,6 +4,7 @@
 
 #include "aotc_base.h"
 #include "aotc_half.h"
+#include "aotc_cast.h"
 #include "aotc_threads.h"
 #include "aotc_elementwise.h"
 #include "aotc_math.h"

@@ -1,9 +1,12 @@
-"""Constant, ConstantOfShape, Shape, Size, Cast and CastLike."""
+"""Constant, ConstantOfShape, Shape, Size, Cast, CastLike and BitCast."""
+import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference.ops.op_cast import cast_to
 
 import aotc
+from aotc import dtypes
 from aotc.ops.constants import cast_array
 from oracle import assert_matches_ort, make_model, random
 
@@ -100,6 +103,28 @@ def test_shape_and_size_are_constants(opset):
     assert_matches_ort(m, {"x": random((4, 1, 6))})
 
 
+def test_constants_and_shapes_at_opset_25():
+    """Constant and ConstantOfShape of the new element types; Shape and Size of them."""
+    from onnx.reference import ReferenceEvaluator
+    f8 = np.array([[0.5, -448.0, 3.0]], np.float32).astype(ml_dtypes.float8_e4m3fn)
+    nodes = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(f8)),
+             helper.make_node("ConstantOfShape", ["dims"], ["fill"],
+                              value=numpy_helper.from_array(np.array([-3], np.int8).astype(ml_dtypes.int4))),
+             helper.make_node("Shape", ["x"], ["shape"], start=-2),
+             helper.make_node("Size", ["x"], ["size"]),
+             helper.make_node("Concat", ["c", "c"], ["cc"], axis=0),
+             helper.make_node("Identity", ["fill"], ["fill_out"])]
+    outs = [("cc", f8.dtype, None), ("fill_out", ml_dtypes.int4, None), ("shape", np.int64, None),
+            ("size", np.int64, None)]
+    x = np.arange(6, dtype=np.int8).reshape(1, 2, 3).astype(ml_dtypes.uint2)
+    m = make_model(nodes, [("x", x.dtype, x.shape)], outs, {"dims": np.array([2, 5], np.int64)}, opset=25)
+    got = aotc.compile(m).run({"x": x})
+    for (name, dtype, _), want in zip(outs, ReferenceEvaluator(m).run(None, {"x": x})):
+        assert got[name].dtype == np.dtype(dtype) and got[name].shape == want.shape
+        np.testing.assert_array_equal(np.ravel(got[name]).view(np.uint8), np.ravel(want).view(np.uint8),
+                                      err_msg=name)
+
+
 # ---- Cast ---------------------------------------------------------------------------
 
 def _in_range_values(src, dst, shape=(3, 7)):
@@ -119,12 +144,17 @@ def _in_range_values(src, dst, shape=(3, 7)):
     return x
 
 
-@pytest.mark.parametrize("src", TYPES)
-@pytest.mark.parametrize("dst", TYPES)
-def test_cast_between_types(src, dst):
-    node = helper.make_node("Cast", ["x"], ["y"], to=_onnx_type(dst))
-    m = make_model([node], [("x", src, (3, 7))], [("y", dst, None)], opset=13)
-    assert_matches_ort(m, {"x": _in_range_values(src, dst)})
+def test_cast_between_types():
+    """Every pair of the types onnxruntime shares, in one model."""
+    nodes, inputs, outputs, feeds = [], [], [], {}
+    for src in TYPES:
+        for dst in TYPES:
+            name = f"{np.dtype(src).name}_to_{np.dtype(dst).name}"
+            nodes.append(helper.make_node("Cast", [f"x_{name}"], [name], to=_onnx_type(dst)))
+            inputs.append((f"x_{name}", src, (3, 7)))
+            outputs.append((name, dst, None))
+            feeds[f"x_{name}"] = _in_range_values(src, dst)
+    assert_matches_ort(make_model(nodes, inputs, outputs, opset=13), feeds)
 
 
 SPECIAL = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3.99, -3.99, -0.5, 127.9, 128.0,
@@ -132,18 +162,25 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3.99, -3.99, -0.5, 127
                     1.5e19, 0.0], np.float64)
 
 
-@pytest.mark.parametrize("src", [np.float32, np.float64])
-@pytest.mark.parametrize("dst", INTS + [np.bool_])
-def test_cast_of_nan_and_out_of_range_is_defined_and_folds_the_same(src, dst):
-    x = SPECIAL.astype(src)
-    node = helper.make_node("Cast", ["x"], ["y"], to=_onnx_type(dst))
-    run_time = make_model([node], [("x", src, x.shape)], [("y", dst, None)], opset=13)
-    folded = make_model([node], [], [("y", dst, None)], {"x": x}, opset=13)
-    got = aotc.compile(run_time).run({"x": x})["y"]
+def test_cast_of_nan_and_out_of_range_is_defined_and_folds_the_same():
+    nodes, outputs, feeds = [], [], {}
+    for src in (np.float32, np.float64):
+        feeds[f"x_{np.dtype(src).name}"] = SPECIAL.astype(src)
+        for dst in INTS + [np.bool_]:
+            name = f"{np.dtype(src).name}_to_{np.dtype(dst).name}"
+            nodes.append(helper.make_node("Cast", [f"x_{np.dtype(src).name}"], [name], to=_onnx_type(dst)))
+            outputs.append((name, dst, None))
+    run_time = make_model(nodes, [(k, v.dtype, v.shape) for k, v in feeds.items()], outputs, opset=13)
+    folded = make_model(nodes, [], outputs, feeds, opset=13)
+    got = aotc.compile(run_time).run(feeds)
     sess = aotc.compile(folded)
     assert not sess.report["nodes_after"]
-    np.testing.assert_array_equal(got, sess.run({})["y"])
-    np.testing.assert_array_equal(got, cast_array(x, dst))
+    fold = sess.run({})
+    for src in (np.float32, np.float64):
+        for dst in INTS + [np.bool_]:
+            name = f"{np.dtype(src).name}_to_{np.dtype(dst).name}"
+            np.testing.assert_array_equal(got[name], fold[name], err_msg=name)
+            np.testing.assert_array_equal(got[name], cast_array(SPECIAL.astype(src), dst), err_msg=name)
 
 
 def test_cast_saturates_and_maps_nan_to_zero():
@@ -203,3 +240,191 @@ def test_casts_of_nan_and_huge_values_run_clean_under_sanitizers(tmp_path):
     # gcc's -fsanitize=undefined leaves out float -> int overflow: ask for it
     lines = run_sanitized(tmp_path, sess.name, ["-fsanitize=float-cast-overflow"]).splitlines()
     assert [ln.split()[0] for ln in lines] == [name for name, _, _ in outputs]
+
+
+# ---- Cast with the 16-, 8-, 4- and 2-bit types ---------------------------------------
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+NEW_TYPES = [np.dtype(np.float16), BF16] + list(dtypes.SMALL)
+# the other types' conversions share code per kind: one of each kind is enough here
+EVERY_TYPE = [np.dtype(t) for t in (np.float32, np.float64, np.int8, np.uint8, np.int64, np.uint64,
+                                    np.bool_)] + NEW_TYPES
+# specials, rounding ties and range edges of the narrow types, values that wrap
+PROBE = np.array([0.0, -0.0, 0.3, -0.3, 1, -1, 1.5, 2.5, -2.5, 3, 5, 7, 8, -9, 15, 16, 100.7, -128.5,
+                  255, 300, 448, 464, 465, 500, 57344, 61440, 65504, 65520, 1e6, -1e6, 2.0**31, 1e30,
+                  1e-7, -1e-7, 2.0**-10, 2.0**-17, 2.0**-130, np.nan, np.inf, -np.inf], np.float64)
+E8M0_MODES = ("up", "down", "nearest")
+
+
+def _cast_probe(src):
+    with np.errstate(all="ignore"):
+        return cast_array(PROBE, src)
+
+
+def _every_cast():
+    """(output name, source type, target type, Cast attributes) for every pair with a
+    16-, 8-, 4- or 2-bit type on one side; from a few sources also saturate=0 to the
+    float8 types and each round_mode to float8e8m0."""
+    for src in EVERY_TYPE:
+        for dst in EVERY_TYPE:
+            if src not in NEW_TYPES and dst not in NEW_TYPES:
+                continue
+            yield f"{src.name}_to_{dst.name}", src, dst, {}
+            if src.name not in ("float32", "float64", "float16", "int64", "float8_e5m2"):
+                continue
+            if dst in dtypes.FLOAT8:
+                yield f"{src.name}_to_{dst.name}_nosat", src, dst, {"saturate": 0}
+            if dst == dtypes.FLOAT8E8M0:
+                for mode in E8M0_MODES[1:]:
+                    yield f"{src.name}_to_{dst.name}_{mode}", src, dst, {"round_mode": mode, "saturate": 0}
+
+
+def _assert_same(got, want, name):
+    assert got.dtype == want.dtype, name
+    if dtypes.is_float(want.dtype):       # equal bits; a NaN only needs to be a NaN
+        g, w = got.astype(np.float32), want.astype(np.float32)
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=name)
+        keep = ~np.isnan(w)
+        np.testing.assert_array_equal(g[keep].view(np.uint32), w[keep].view(np.uint32), err_msg=name)
+    else:
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=name)
+
+
+def test_every_cast_runs_as_it_folds():
+    """Every pair of types in one model: the C kernels give the numpy evaluation's bits
+    (the rules are checked against the ONNX reference below)."""
+    nodes, outputs = [], []
+    for name, src, dst, attrs in _every_cast():
+        nodes.append(helper.make_node("Cast", [f"x_{src.name}"], [name], to=dtypes.to_onnx(dst), **attrs))
+        outputs.append((name, dst, None))
+    inputs = [(f"x_{t.name}", t, PROBE.shape) for t in EVERY_TYPE]
+    sess = aotc.compile(make_model(nodes, inputs, outputs, opset=25))
+    got = sess.run({f"x_{t.name}": _cast_probe(t) for t in EVERY_TYPE})
+    for name, src, dst, attrs in _every_cast():
+        saturate, mode = bool(attrs.get("saturate", 1)), attrs.get("round_mode", "up")
+        with np.errstate(all="ignore"):
+            want = cast_array(_cast_probe(src), dst, saturate, mode)
+        _assert_same(got[name], want, name)
+
+
+def _defined(x, dst):
+    """Where ONNX defines src value x cast to dst: a float going to an integer type
+    must be finite and in range (the small integers wrap from anything in int32)."""
+    if dst == np.bool_ or dtypes.is_float(dst) or not dtypes.is_float(x.dtype):
+        return np.ones(x.shape, bool)
+    v = x.astype(np.float32).astype(np.float64)
+    if dst in dtypes.SMALL_INTS:
+        return np.abs(v) < 2.0**31
+    info = np.iinfo(dst)
+    return np.isfinite(v) & (v > float(info.min) - 1) & (v < float(info.max) + 1)
+
+
+def test_cast_rules_follow_the_onnx_reference():
+    compared = 0
+    for name, src, dst, attrs in _every_cast():
+        saturate, mode = bool(attrs.get("saturate", 1)), attrs.get("round_mode", "up")
+        x = _cast_probe(src)
+        keep = _defined(x, dst)
+        with np.errstate(all="ignore"):
+            try:
+                want = cast_to(x[keep], dtypes.to_onnx(dst), saturate, mode)
+            except TypeError:          # ml_dtypes has no direct cast between some pairs
+                continue
+            _assert_same(cast_array(x[keep], dst, saturate, mode), np.asarray(want).astype(dst), name)
+        compared += 1
+    assert compared > 300
+
+
+def test_cast_like_takes_saturate_and_the_target_type():
+    x = np.array([1e6, -1e6, 500.0, np.inf, 0.3, -np.nan], np.float32)
+    nodes, outputs = [], []
+    for dst in dtypes.FLOAT8:
+        for saturate in (0, 1):
+            name = f"{dst.name}_{saturate}"
+            nodes.append(helper.make_node("CastLike", ["x", f"like_{dst.name}"], [name], saturate=saturate))
+            outputs.append((name, dst, None))
+    likes = {f"like_{dst.name}": np.zeros(1, dst) for dst in dtypes.FLOAT8}
+    sess = aotc.compile(make_model(nodes, [("x", np.float32, x.shape)], outputs, likes, opset=25))
+    got = sess.run({"x": x})
+    for dst in dtypes.FLOAT8:
+        for saturate in (0, 1):
+            want = cast_to(x, dtypes.to_onnx(dst), bool(saturate))
+            _assert_same(got[f"{dst.name}_{saturate}"], want, f"{dst.name} saturate={saturate}")
+
+
+def test_casts_with_halves_match_onnxruntime():
+    x = np.array([[0.0, -0.0, 1.5, 2.25, 100.0, 0.333, 7.0, 65.5]], np.float32)
+    nodes, outputs = [], []
+    for half in (np.float16, BF16):
+        n = np.dtype(half).name
+        for t in (np.float32, np.float64, np.int32, np.uint8, np.bool_, np.float16):   # ort returns no bfloat16
+            tn = np.dtype(t).name
+            nodes += [helper.make_node("Cast", ["x"], [f"f32_{n}_{tn}"], to=dtypes.to_onnx(half)),
+                      helper.make_node("Cast", [f"f32_{n}_{tn}"], [f"{n}_to_{tn}"], to=dtypes.to_onnx(t))]
+            outputs.append((f"{n}_to_{tn}", t, None))
+    m = make_model(nodes, [("x", np.float32, x.shape)], outputs, opset=21)
+    assert_matches_ort(m, {"x": x})
+
+
+def test_cast_refuses_an_unknown_round_mode_and_float6():
+    node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E8M0, round_mode="sideways")
+    m = make_model([node], [("x", np.float32, (2,))], [("y", dtypes.FLOAT8E8M0, None)], opset=25)
+    with pytest.raises(aotc.InvalidModel, match="round_mode 'sideways'"):
+        aotc.compile(m)
+    node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT6E2M3)
+    m = make_model([node], [("x", np.float32, (2,))], [("y", np.float32, None)], opset=28)
+    with pytest.raises(aotc.Unsupported, match="FLOAT6E2M3"):
+        aotc.compile(m)
+
+
+def test_narrow_casts_run_clean_under_sanitizers(tmp_path):
+    from sanitize import CC, run_sanitized
+    if CC is None:
+        pytest.skip("no C compiler")
+    nodes = [helper.make_node("Mul", ["x", "big"], ["huge"]), helper.make_node("Sqrt", ["x"], ["nan"]),
+             helper.make_node("Cast", ["huge"], ["wide"], to=TensorProto.DOUBLE)]
+    outputs = []
+    for src in ("huge", "nan", "wide"):
+        for to in (TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E8M0,
+                   TensorProto.FLOAT4E2M1, TensorProto.INT4, TensorProto.UINT2, TensorProto.FLOAT16):
+            name = f"{src}_{to}"
+            nodes += [helper.make_node("Cast", [src], [name + "_n"], to=to, saturate=0),
+                      helper.make_node("Cast", [name + "_n"], [name], to=TensorProto.INT64)]
+            outputs.append((name, np.int64, None))
+    m = make_model(nodes, [("x", np.float32, (4, 9))], outputs, {"big": np.array(1e30, np.float32)},
+                   opset=25)
+    sess = aotc.compile(m, out_dir=tmp_path, name="narrow")
+    lines = run_sanitized(tmp_path, sess.name, ["-fsanitize=float-cast-overflow"]).splitlines()
+    assert [ln.split()[0] for ln in lines] == [name for name, _, _ in outputs]
+
+
+# ---- BitCast ------------------------------------------------------------------------
+
+def test_bitcast_reinterprets_bits():
+    x32 = np.array([[1.0, -2.5, np.inf], [0.0, -0.0, 3e-40]], np.float32)
+    x8 = np.array([0, 1, 127, 128, 255, 2], np.uint8)
+    pairs = [("x32", np.int32), ("x32", np.uint32), ("x8", np.int8), ("x8", ml_dtypes.float8_e5m2),
+             ("x8", np.bool_), ("i4", ml_dtypes.uint4), ("i4", ml_dtypes.float4_e2m1fn)]
+    nodes = [helper.make_node("BitCast", [src], [f"y{k}"], to=dtypes.to_onnx(t)) for k, (src, t) in enumerate(pairs)]
+    i4 = np.arange(-8, 8).astype(ml_dtypes.int4)
+    feeds = {"x32": x32, "x8": x8, "i4": i4}
+    m = make_model(nodes, [(k, v.dtype, v.shape) for k, v in feeds.items()],
+                   [(f"y{k}", t, None) for k, (_, t) in enumerate(pairs)], opset=26)
+    folded = make_model(nodes, [], [(f"y{k}", t, None) for k, (_, t) in enumerate(pairs)], feeds, opset=26)
+    got, fold = aotc.compile(m).run(feeds), aotc.compile(folded).run({})
+    for k, (src, t) in enumerate(pairs):
+        want = feeds[src].view(t) if t != np.bool_ else feeds[src] != 0   # bool: any nonzero byte is true
+        for result in (got, fold):
+            assert result[f"y{k}"].dtype == np.dtype(t)
+            np.testing.assert_array_equal(result[f"y{k}"].view(np.uint8), want.view(np.uint8))
+
+
+def test_bitcast_needs_equal_widths():
+    node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT64)
+    m = make_model([node], [("x", np.float32, (3,))], [("y", np.int64, None)], opset=26)
+    with pytest.raises(aotc.InvalidModel, match="widths differ"):
+        aotc.compile(m)
+    node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.UINT8)
+    m = make_model([node], [("x", ml_dtypes.int4, (3,))], [("y", np.uint8, None)], opset=26)
+    with pytest.raises(aotc.InvalidModel, match="int4 \\(4 bits\\)"):
+        aotc.compile(m)

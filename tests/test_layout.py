@@ -1,4 +1,5 @@
 """Transpose, Concat, Slice, Gather, Expand and Pad against onnxruntime."""
+import ml_dtypes
 import numpy as np
 import pytest
 from onnx import helper
@@ -195,7 +196,7 @@ def test_expand_bool_and_int64():
 def test_expand_with_a_run_time_shape_is_unsupported():
     m = _single(helper.make_node("Expand", ["x", "s"], ["y"]),
                 [("x", np.float32, (3, 1)), ("s", np.int64, (2,))])
-    with pytest.raises(aotc.Unsupported, match="shape input of Expand"):
+    with pytest.raises(aotc.Unsupported, match=r"input 1 \(shape\) must be a compile-time constant"):
         aotc.compile(m)
 
 
@@ -311,3 +312,43 @@ def test_movers_run_clean_under_sanitizers(tmp_path):
     sess = aotc.compile(m, out_dir=tmp_path, name="movers")
     lines = run_sanitized(tmp_path, sess.name).splitlines()
     assert [ln.split()[0] for ln in lines] == ["g", "y"]
+
+
+# ---- opsets 23-28: the same definitions with more element types ---------------------
+
+def test_movers_at_opset_25():
+    x = random((2, 3, 4))
+    nodes = [helper.make_node("Transpose", ["x"], ["t"]),
+             helper.make_node("Pad", ["x", "p", "", "a"], ["edge"], mode="edge"),
+             helper.make_node("Pad", ["x", "p", "", "a"], ["reflect"], mode="reflect"),
+             helper.make_node("Pad", ["x", "p", "", "a"], ["wrap"], mode="wrap"),
+             helper.make_node("Pad", ["x", "p", "c", "a"], ["constant"]),
+             helper.make_node("Concat", ["x", "x"], ["cat"], axis=-1),
+             helper.make_node("Slice", ["x", "s", "e"], ["sl"]),
+             helper.make_node("Gather", ["x", "i"], ["g"], axis=1),
+             helper.make_node("Expand", ["x", "shape"], ["ex"])]
+    inits = {"p": np.array([1, 2, 2, 1], np.int64), "a": np.array([-1, 1], np.int64),
+             "c": np.array(9.5, np.float32), "s": np.array([1], np.int64), "e": np.array([3], np.int64),
+             "i": np.array([2, 0], np.int64), "shape": np.array([3, 2, 1, 1], np.int64)}
+    outs = [(n.output[0], np.float32, None) for n in nodes]
+    assert_matches_ort(make_model(nodes, [("x", np.float32, x.shape)], outs, inits, opset=25), {"x": x})
+
+
+def test_small_types_pad_with_their_own_constant_and_expand():
+    """float8 / int4 data with a constant_value of the same type, against the ONNX reference."""
+    from onnx.reference import ReferenceEvaluator
+    nodes, outs, feeds, inits = [], [], {}, {"p": np.array([0, 1, 2, 0], np.int64),
+                                             "shape": np.array([2, 1, 3], np.int64)}
+    for dtype in (ml_dtypes.float8_e4m3fn, ml_dtypes.int4, ml_dtypes.float4_e2m1fn):
+        n = np.dtype(dtype).name
+        feeds[f"x_{n}"] = np.array([[1, -2, 3], [0.5, 4, -1]], np.float32).astype(dtype)
+        inits[f"c_{n}"] = np.array(-3, np.float32).astype(dtype)
+        nodes += [helper.make_node("Pad", [f"x_{n}", "p", f"c_{n}"], [f"pad_{n}"]),
+                  helper.make_node("Expand", [f"x_{n}", "shape"], [f"ex_{n}"])]
+        outs += [(f"pad_{n}", dtype, None), (f"ex_{n}", dtype, None)]
+    m = make_model(nodes, [(k, v.dtype, v.shape) for k, v in feeds.items()], outs, inits, opset=25)
+    got = aotc.compile(m).run(feeds)
+    want = ReferenceEvaluator(m).run(None, feeds)
+    for (name, dtype, _), w in zip(outs, want):
+        assert got[name].dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got[name].view(np.uint8), w.view(np.uint8), err_msg=name)

@@ -188,10 +188,7 @@ def _slice_emit(ctx):
 def _expand_infer(ctx):
     ctx.require_inputs(2)
     x = ctx.inputs[0]
-    if ctx.inputs[1].value is None:
-        raise ctx.unsupported("the shape input of Expand is computed at run time; only shapes "
-                              "known at compile time are supported")
-    shape = [int(d) for d in ctx.inputs[1].value.reshape(-1)]
+    shape = [int(d) for d in ctx.const_input(1, "shape").reshape(-1)]
     return [TensorType(x.dtype, broadcast_shapes(ctx, x.shape, shape))]
 
 
@@ -355,12 +352,16 @@ def _pad_emit(ctx):
             f"{c_ints(in_len)}, {c_ints(begin)}, {np.dtype(y.dtype).itemsize});")
 
 
+# Transpose and Pad at opsets 23-28 only add element types; Concat, Slice, Expand and
+# Gather have not changed since opset 13.
 OPS = [
     OpDef("Transpose", _transpose_infer, _transpose_emit,
-          lambda ctx, a: [np.transpose(a[0], _perm(ctx))], since=1, supports_exact=True),
+          lambda ctx, a: [np.transpose(a[0], _perm(ctx))], since=1, checked_through=28,
+          supports_exact=True),
     OpDef("Concat", _concat_infer, _concat_emit, _concat_evaluate, since=1, supports_exact=True),
     OpDef("Slice", _slice_infer, _slice_emit, _slice_evaluate, since=1, supports_exact=True),
     OpDef("Expand", _expand_infer, _expand_emit, _expand_evaluate, since=8, supports_exact=True),
     OpDef("Gather", _gather_infer, _gather_emit, _gather_evaluate, since=1, supports_exact=True),
-    OpDef("Pad", _pad_infer, _pad_emit, _pad_evaluate, since=2, supports_exact=True),
+    OpDef("Pad", _pad_infer, _pad_emit, _pad_evaluate, since=2, checked_through=28,
+          supports_exact=True),
 ]

@@ -8,6 +8,9 @@ import numpy as np
 
 from .base import OpDef, TensorType
 
+# Opsets 23-28 only add element types (float4e2m1, float8e8m0, int2, uint2) to these.
+CHECKED_THROUGH = 28
+
 
 def _axes_list(ctx, attr_before, what="axes"):
     """The `axes` of Squeeze/Unsqueeze: an attribute before opset `attr_before`, an
@@ -64,9 +67,7 @@ def reshape_target(ctx, in_shape, shape, allowzero):
 def _reshape_infer(ctx):
     ctx.require_inputs(2)
     x, s = ctx.inputs
-    if s.value is None:
-        raise ctx.unsupported("the shape input of Reshape is computed at run time; only "
-                              "shapes known at compile time are supported")
+    ctx.const_input(1, "shape")
     if s.rank != 1 or np.dtype(s.dtype) != np.int64:
         raise ctx.fail(f"the shape input must be a 1-D int64 tensor, is {s.dtype} {list(s.shape)}")
     allowzero = ctx.opset >= 14 and int(ctx.attr("allowzero", 0)) == 1
@@ -122,8 +123,8 @@ def _view(op_type, infer, since=1):
     def evaluate(ctx, arrays):   # input 0's data in the inferred output shape
         shape = infer(ctx)[0].shape
         return [np.asarray(arrays[0]).reshape(shape)]
-    return OpDef(op_type, infer, None, evaluate, since=since, supports_exact=True,
-                 view_of_input=True)
+    return OpDef(op_type, infer, None, evaluate, since=since, checked_through=CHECKED_THROUGH,
+                 supports_exact=True, view_of_input=True)
 
 
 OPS = [
