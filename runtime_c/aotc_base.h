@@ -47,6 +47,25 @@ AOTC_FN float aotc_f32_from_bits(uint32_t u) {
   return f;
 }
 
+/* Exact mode writes every NaN result as the one quiet NaN (float 0x7FC00000, double
+ * 0x7FF8000000000000): x86 and Arm make NaNs of different bits. Identity otherwise. */
+AOTC_FN float aotc_canon_nan_f32(float v) { return v != v ? aotc_f32_from_bits(0x7FC00000u) : v; }
+
+AOTC_FN double aotc_canon_nan_f64(double v) {
+  uint64_t u = UINT64_C(0x7FF8000000000000);
+  double nan;
+  memcpy(&nan, &u, sizeof nan);
+  return v != v ? nan : v;
+}
+
+#ifdef AOTC_EXACT
+#define AOTC_CANON_F32(v) aotc_canon_nan_f32(v)
+#define AOTC_CANON_F64(v) aotc_canon_nan_f64(v)
+#else
+#define AOTC_CANON_F32(v) (v)
+#define AOTC_CANON_F64(v) (v)
+#endif
+
 #define AOTC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define AOTC_MAX(a, b) ((a) > (b) ? (a) : (b))
 

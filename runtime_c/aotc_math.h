@@ -422,4 +422,18 @@ AOTC_FN void aotc_exact_sigmoid_f32(const float *x, float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = aotc_exact_sigmoidf(x[i]);
 }
 
+/* ---- what generated element-wise code calls ------------------------------------------
+ * aotc's exact functions in exact mode (the same bits everywhere), libm's otherwise. */
+#ifdef AOTC_EXACT
+#define AOTC_EXPF(x) aotc_exact_expf(x)
+#define AOTC_LOGF(x) aotc_exact_logf(x)
+#define AOTC_TANHF(x) aotc_exact_tanhf(x)
+#define AOTC_ERFF(x) aotc_exact_erff(x)
+#else
+#define AOTC_EXPF(x) expf(x)
+#define AOTC_LOGF(x) logf(x)
+#define AOTC_TANHF(x) tanhf(x)
+#define AOTC_ERFF(x) erff(x)
+#endif
+
 #endif

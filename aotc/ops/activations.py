@@ -9,7 +9,8 @@ import numpy as np
 
 from .. import dtypes
 from .base import OpDef, TensorType
-from .unary import Row, in_compute_types, literal, math_fn, saturate, to_dtype, unary_loop, unary_op
+from .unary import (EXACT, FLOAT32_EXACT, Row, in_compute_types, literal, math_fn, saturate, to_dtype, unary_loop,
+                    unary_op)
 
 F = dtypes.FLOATS
 SELU_ALPHA = 1.67326319217681884765625
@@ -98,27 +99,27 @@ def _sigmoid(x):
 
 
 ACTIVATIONS = {
-    "Relu": Row(6, dtypes.SIGNED, lambda ctx, x: np.maximum(x, 0), lambda ctx, dt: "(X > 0 ? X : 0)"),
-    "LeakyRelu": Row(6, F, lambda ctx, x: np.where(x >= 0, x, x * x.dtype.type(_attr(ctx, "alpha", 0.01))),
+    "Relu": Row(6, dtypes.SIGNED, lambda ctx, x: np.maximum(x, 0), lambda ctx, dt: "(X > 0 ? X : 0)", None, EXACT),
+    "LeakyRelu": Row(6, F, lambda ctx, x: np.where(x >= 0, x, x * x.dtype.type(_attr(ctx, "alpha", 0.01)), None, EXACT),
                      lambda ctx, dt: f"(X >= 0 ? X : X * {_lit_attr(ctx, dt, 'alpha', 0.01)})"),
-    "Elu": Row(6, F, lambda ctx, x: np.where(x >= 0, x, _attr(ctx, "alpha", 1.0) * (np.exp(x) - 1)), _elu_c),
-    "Selu": Row(6, F, _selu, _selu_c),
-    "Celu": Row(12, F, _celu, _celu_c),
-    "ThresholdedRelu": Row(10, F, lambda ctx, x: np.where(x > _attr(ctx, "alpha", 1.0), x, 0),
+    "Elu": Row(6, F, lambda ctx, x: np.where(x >= 0, x, _attr(ctx, "alpha", 1.0) * (np.exp(x) - 1)), _elu_c, None, FLOAT32_EXACT),
+    "Selu": Row(6, F, _selu, _selu_c, None, FLOAT32_EXACT),
+    "Celu": Row(12, F, _celu, _celu_c, None, FLOAT32_EXACT),
+    "ThresholdedRelu": Row(10, F, lambda ctx, x: np.where(x > _attr(ctx, "alpha", 1.0), x, 0, None, EXACT),
                            lambda ctx, dt: f"(X > {_lit_attr(ctx, dt, 'alpha', 1.0)} ? X : 0)"),
-    "Shrink": Row(9, dtypes.NUMERIC, _shrink, _shrink_c),
+    "Shrink": Row(9, dtypes.NUMERIC, _shrink, _shrink_c, None, EXACT),
     "Softplus": Row(1, F, lambda ctx, x: _softplus(x), lambda ctx, dt: _softplus_c(dt)),
-    "Softsign": Row(1, F, lambda ctx, x: x / (1 + np.abs(x)),
+    "Softsign": Row(1, F, lambda ctx, x: x / (1 + np.abs(x), None, EXACT),
                     lambda ctx, dt: f"(X / (1 + {math_fn(dt, 'fabs')}(X)))"),
     "Mish": Row(18, F, lambda ctx, x: x * np.tanh(_softplus(x)),
                 lambda ctx, dt: f"(X * {math_fn(dt, 'tanh')}({_softplus_c(dt)}))"),
-    "HardSigmoid": Row(6, F, lambda ctx, x: _hard_sigmoid(x, *_hard_sigmoid_attrs(ctx)),
+    "HardSigmoid": Row(6, F, lambda ctx, x: _hard_sigmoid(x, *_hard_sigmoid_attrs(ctx), None, EXACT),
                        lambda ctx, dt: _hard_sigmoid_c(dt, *_hard_sigmoid_attrs(ctx))),
-    "HardSwish": Row(14, F, lambda ctx, x: x * _hard_sigmoid(x, HARD_SWISH_ALPHA, 0.5),
+    "HardSwish": Row(14, F, lambda ctx, x: x * _hard_sigmoid(x, HARD_SWISH_ALPHA, 0.5, None, EXACT),
                      lambda ctx, dt: f"(X * {_hard_sigmoid_c(dt, HARD_SWISH_ALPHA, 0.5)})"),
-    "Sigmoid": Row(6, F, lambda ctx, x: _sigmoid(x), lambda ctx, dt: _sigmoid_c(dt)),
-    "Tanh": Row(6, F, lambda ctx, x: np.tanh(x), lambda ctx, dt: f"{math_fn(dt, 'tanh')}(X)"),
-    "Swish": Row(24, F, lambda ctx, x: x * _sigmoid(x * x.dtype.type(_attr(ctx, "alpha", 1.0))),
+    "Sigmoid": Row(6, F, lambda ctx, x: _sigmoid(x), lambda ctx, dt: _sigmoid_c(dt), None, FLOAT32_EXACT),
+    "Tanh": Row(6, F, lambda ctx, x: np.tanh(x), lambda ctx, dt: f"{math_fn(dt, 'tanh')}(X)", None, FLOAT32_EXACT),
+    "Swish": Row(24, F, lambda ctx, x: x * _sigmoid(x * x.dtype.type(_attr(ctx, "alpha", 1.0)), None, FLOAT32_EXACT),
                  lambda ctx, dt: f"(X * {_sigmoid_c(dt, _lit_attr(ctx, dt, 'alpha', 1.0) + ' * X')})"),
 }
 
@@ -187,5 +188,5 @@ FOLLOWS_OPSET_28 = ("Celu", "Swish")
 
 OPS = [dataclasses.replace(unary_op(name, row), checked_through=28 if name in FOLLOWS_OPSET_28 else 22)
        for name, row in ACTIVATIONS.items()] + [
-    OpDef("Clip", _clip_infer, _clip_emit, clip_evaluate, since=6, in_place_inputs=(0,)),
+    OpDef("Clip", _clip_infer, _clip_emit, clip_evaluate, since=6, in_place_inputs=(0,), supports_exact=True),
 ]

@@ -60,10 +60,18 @@ class OpDef:
     domain: str = ""
     since: int = 1                       # lowest opset version implemented
     checked_through: int = 22            # newest opset whose definition this follows
-    supports_exact: bool = False
+    supports_exact: object = False       # bool, or a function of the OpContext
     in_place_inputs: tuple = ()          # inputs whose storage output 0 may take over
     view_of_input: bool = False          # output 0 is input 0 reinterpreted; never emitted
-    outputs_data_dependent: bool = False
+    # outputs whose shape depends on the data (NonZero, Unique ...): True (all), False, or
+    # a function of the OpContext giving a bool or the list of such output indices. They
+    # are planned at an upper bound; the kernel stores the actual shape through ctx.dims(k).
+    outputs_data_dependent: object = False
+
+
+def exact_available(op, ctx):
+    """Whether op has an exact kernel for this node (its types and attributes)."""
+    return op.supports_exact(ctx) if callable(op.supports_exact) else bool(op.supports_exact)
 
 
 class OpContext:
@@ -130,6 +138,8 @@ class EmitContext(OpContext):
     const(array): a C pointer expression to an extra constant placed in the weights.
     scratch: a `unsigned char *` expression for the node's scratch, if it asked for any.
     pool: the thread-pool expression to pass to parallel kernels.
+    dims(k): for an output whose shape depends on the data, a C `int64_t *` where the
+        node stores its actual shape; None for other outputs.
     """
 
     def __init__(self, op_ctx, x_pointer, y_pointer, add_const, scratch, pool, exact):
@@ -139,6 +149,7 @@ class EmitContext(OpContext):
         self.scratch = scratch
         self.pool = pool
         self.exact = exact
+        self.dims = lambda k: None
 
     def x(self, i):
         return self._x(i)

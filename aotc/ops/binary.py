@@ -14,7 +14,7 @@ import numpy as np
 from .. import dtypes
 from .base import OpDef, TensorType, broadcast_shapes
 from .broadcast import loop_args
-from .unary import in_compute_types, math_fn, saturate, to_dtype
+from .unary import canonical_nan, in_compute_types, math_fn, saturate, to_dtype
 
 INTS, SIGNED_INTS, UNSIGNED_INTS = dtypes.INTS, dtypes.SIGNED_INTS, dtypes.UNSIGNED_INTS
 
@@ -140,7 +140,8 @@ def _same(expr):
 
 # A table row: numpy(ctx, a, b) on compute-type arrays; accepted types of A; out: the
 # output type (None: A's); c(ctx, dtype of A): the C expression over A and B; exact:
-# results exact by nature. Max and Min are here for the variadic family to use.
+# the same results everywhere (integer and correctly rounded float arithmetic; NaN
+# results are made canonical in exact mode). Max and Min are here for the variadic family to use.
 Row = namedtuple("Row", "numpy accepted out c since exact", defaults=(7, False))
 B = dtypes.BOOL
 N = dtypes.NUMERIC
@@ -148,17 +149,17 @@ N = dtypes.NUMERIC
 FOLLOWS_OPSET_28 = ("Mod", "BitShift")
 
 _TABLE = {
-    "Add": Row(lambda ctx, a, b: a + b, N, None, wrapping("+")),
-    "Sub": Row(lambda ctx, a, b: a - b, N, None, wrapping("-")),
-    "Mul": Row(lambda ctx, a, b: a * b, N, None, wrapping("*")),
-    "Div": Row(lambda ctx, a, b: _int_div(a, b), N, None, _div_c),
+    "Add": Row(lambda ctx, a, b: a + b, N, None, wrapping("+"), 7, True),
+    "Sub": Row(lambda ctx, a, b: a - b, N, None, wrapping("-"), 7, True),
+    "Mul": Row(lambda ctx, a, b: a * b, N, None, wrapping("*"), 7, True),
+    "Div": Row(lambda ctx, a, b: _int_div(a, b), N, None, _div_c, 7, True),
     "Pow": Row(lambda ctx, a, b: _pow(a, b), N, None, _pow_c),
-    "Mod": Row(_mod, N, None, _mod_c, 10),
+    "Mod": Row(_mod, N, None, _mod_c, 10, True),
     "BitShift": Row(_bitshift, INTS, None, _bitshift_c, 11, True),
     "BitwiseAnd": Row(lambda ctx, a, b: a & b, INTS, None, _same("(A & B)"), 18, True),
     "BitwiseOr": Row(lambda ctx, a, b: a | b, INTS, None, _same("(A | B)"), 18, True),
     "BitwiseXor": Row(lambda ctx, a, b: a ^ b, INTS, None, _same("(A ^ B)"), 18, True),
-    "PRelu": Row(lambda ctx, a, b: np.where(a < 0, a * b, a), N, None, _prelu_c),
+    "PRelu": Row(lambda ctx, a, b: np.where(a < 0, a * b, a), N, None, _prelu_c, 7, True),
     "Equal": Row(lambda ctx, a, b: a == b, N + B, np.bool_, _same("(A == B)"), 7, True),
     "Less": Row(lambda ctx, a, b: a < b, N, np.bool_, _same("(A < B)"), 7, True),
     "Greater": Row(lambda ctx, a, b: a > b, N, np.bool_, _same("(A > B)"), 7, True),
@@ -170,8 +171,8 @@ _TABLE = {
 }
 # used by the variadic family (Max, Min, Sum, Mean), which chains them pairwise
 PAIRWISE = {
-    "Max": Row(lambda ctx, a, b: np.maximum(a, b), N, None, _max_c),
-    "Min": Row(lambda ctx, a, b: np.minimum(a, b), N, None, _min_c),
+    "Max": Row(lambda ctx, a, b: np.maximum(a, b), N, None, _max_c, 7, True),
+    "Min": Row(lambda ctx, a, b: np.minimum(a, b), N, None, _min_c, 7, True),
     "Sum": _TABLE["Add"]._replace(accepted=dtypes.FLOATS),
 }
 
@@ -210,7 +211,7 @@ def _binary(op_type):
         if y.numel == 0:
             return ""
         args = [_ct(y.dtype), _ct(a.dtype), _ct(b.dtype), ctx.y(0), ctx.x(0), ctx.x(1)] + \
-            loop_args(ctx, [0, 1]) + [row.c(ctx, np.dtype(a.dtype))]
+            loop_args(ctx, [0, 1]) + [canonical_nan(y.dtype, row.c(ctx, np.dtype(a.dtype)))]
         return f"AOTC_BINARY({', '.join(args)});"
 
     return OpDef(op_type, infer, emit, evaluate, since=row.since, supports_exact=row.exact,

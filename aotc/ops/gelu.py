@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes
 from .base import OpDef, TensorType, c_double, c_float
+from .unary import FLOAT32_EXACT, canonical_nan, exact_support, math_fn
 
 FLOATS = (np.float32, np.float64)
 SQRT_HALF = math.sqrt(0.5)
@@ -41,13 +42,12 @@ def evaluate(ctx, arrays):
 
 def expression(ctx):
     """The C expression of Gelu over X, for the input's float type."""
-    single = np.dtype(ctx.inputs[0].dtype) == np.float32
-    lit = c_float if single else c_double
-    suffix = "f" if single else ""
+    dt = np.dtype(ctx.inputs[0].dtype)
+    lit = c_float if dt == np.float32 else c_double
     if _approximate(ctx) == "tanh":
         inner = f"{lit(SQRT_2_OVER_PI)} * (X + {lit(0.044715)} * X * X * X)"
-        return f"({lit(0.5)} * X * (1 + tanh{suffix}({inner})))"
-    return f"({lit(0.5)} * X * (1 + erf{suffix}(X * {lit(SQRT_HALF)})))"
+        return f"({lit(0.5)} * X * (1 + {math_fn(dt, 'tanh')}({inner})))"
+    return f"({lit(0.5)} * X * (1 + {math_fn(dt, 'erf')}(X * {lit(SQRT_HALF)})))"
 
 
 def _emit(ctx):
@@ -55,10 +55,12 @@ def _emit(ctx):
     if y.numel == 0:
         return ""
     t = dtypes.c_type(y.dtype)
-    return f"AOTC_UNARY({t}, {t}, {ctx.y(0)}, {ctx.x(0)}, {y.numel}, {expression(ctx)});"
+    return f"AOTC_UNARY({t}, {t}, {ctx.y(0)}, {ctx.x(0)}, {y.numel}, {canonical_nan(y.dtype, expression(ctx))});"
 
 
 OPS = [
-    OpDef("Gelu", _infer, _emit, evaluate, since=20, in_place_inputs=(0,)),
-    OpDef("Gelu", _infer, _emit, evaluate, domain="ai.aotc", since=1, in_place_inputs=(0,)),
+    OpDef("Gelu", _infer, _emit, evaluate, since=20, in_place_inputs=(0,),
+          supports_exact=exact_support(FLOAT32_EXACT)),
+    OpDef("Gelu", _infer, _emit, evaluate, domain="ai.aotc", since=1, in_place_inputs=(0,),
+          supports_exact=exact_support(FLOAT32_EXACT)),
 ]

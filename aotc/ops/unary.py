@@ -33,9 +33,40 @@ def literal(dtype, value):
     return "INT64_MIN" if value == -2**63 else f"INT64_C({value})"
 
 
+# float functions with an exact version: the AOTC_<F>F macros of aotc_math.h call it in
+# exact mode and libm otherwise
+EXACT_FLOAT_FUNCTIONS = ("exp", "log", "tanh", "erf")
+
+
 def math_fn(dtype, name):
-    """The libm function `name` for dtype's compute type (expf for float, exp for double)."""
-    return name + "f" if dtypes.compute_dtype(dtype) == np.float32 else name
+    """The C function `name` for dtype's compute type (expf for float, exp for double)."""
+    if dtypes.compute_dtype(dtype) != np.float32:
+        return name
+    return f"AOTC_{name.upper()}F" if name in EXACT_FLOAT_FUNCTIONS else name + "f"
+
+
+def canonical_nan(dtype, expr):
+    """expr, with NaN results written as the one canonical NaN in exact mode (the
+    AOTC_CANON macros are the identity in fast mode)."""
+    ct = dtypes.compute_dtype(dtype)
+    if ct == np.float32:
+        return f"AOTC_CANON_F32({expr})"
+    if ct == np.float64:
+        return f"AOTC_CANON_F64({expr})"
+    return expr
+
+
+# Row.exact: EXACT for results that are the same everywhere (integer and correctly
+# rounded float arithmetic, and the exact functions above in float); FLOAT32_EXACT for
+# those exact only where the compute type is float32 (no exact double functions).
+EXACT, FLOAT32_EXACT = True, "float32"
+
+
+def exact_support(exact):
+    """OpDef.supports_exact for a row's exact mark."""
+    if exact != FLOAT32_EXACT:
+        return bool(exact)
+    return lambda ctx: dtypes.compute_dtype(ctx.inputs[0].dtype) == np.float32
 
 
 def saturate(dtype, expr):
@@ -71,12 +102,12 @@ def unary_loop(ctx, expr, i=0):
     if y.numel == 0:
         return ""
     return (f"AOTC_UNARY({dtypes.c_kernel_type(y.dtype)}, {dtypes.c_kernel_type(ctx.inputs[i].dtype)}, "
-            f"{ctx.y(0)}, {ctx.x(i)}, {y.numel}, {expr});")
+            f"{ctx.y(0)}, {ctx.x(i)}, {y.numel}, {canonical_nan(y.dtype, expr)});")
 
 
 # A table row. numpy(ctx, x) sees x in its compute type; c(ctx, dtype) is the C
-# expression over X; out is the output type (None: the input's); exact marks results
-# that are exact by nature (no rounding, no NaN produced).
+# expression over X; out is the output type (None: the input's); exact: EXACT,
+# FLOAT32_EXACT or False (see exact_support).
 Row = namedtuple("Row", "since accepted numpy c out exact", defaults=(None, False))
 
 
@@ -98,7 +129,7 @@ def unary_op(op_type, row):
     def emit(ctx):
         return unary_loop(ctx, row.c(ctx, input_dtype(ctx)))
 
-    return OpDef(op_type, infer, emit, evaluate, since=row.since, supports_exact=row.exact,
+    return OpDef(op_type, infer, emit, evaluate, since=row.since, supports_exact=exact_support(row.exact),
                  in_place_inputs=(0,) if row.out is None else ())
 
 
@@ -152,18 +183,18 @@ def _erf(x):
 
 F = dtypes.FLOATS
 _MATH = {
-    "Abs": Row(6, dtypes.NUMERIC, lambda ctx, x: np.abs(x), _abs_c),
-    "Neg": Row(6, dtypes.SIGNED, lambda ctx, x: np.negative(x), _neg_c),
-    "Sign": Row(9, dtypes.NUMERIC, lambda ctx, x: np.sign(x), _sign_c),
-    "Reciprocal": Row(6, F, lambda ctx, x: np.reciprocal(x), lambda ctx, dt: "(1 / X)"),
-    "Floor": Row(6, F, lambda ctx, x: np.floor(x), libm("floor")),
-    "Ceil": Row(6, F, lambda ctx, x: np.ceil(x), libm("ceil")),
+    "Abs": Row(6, dtypes.NUMERIC, lambda ctx, x: np.abs(x), _abs_c, None, EXACT),
+    "Neg": Row(6, dtypes.SIGNED, lambda ctx, x: np.negative(x), _neg_c, None, EXACT),
+    "Sign": Row(9, dtypes.NUMERIC, lambda ctx, x: np.sign(x), _sign_c, None, EXACT),
+    "Reciprocal": Row(6, F, lambda ctx, x: np.reciprocal(x), lambda ctx, dt: "(1 / X)", None, EXACT),
+    "Floor": Row(6, F, lambda ctx, x: np.floor(x), libm("floor"), None, EXACT),
+    "Ceil": Row(6, F, lambda ctx, x: np.ceil(x), libm("ceil"), None, EXACT),
     # rint rounds halves to even in the default rounding mode, as Round asks
-    "Round": Row(11, F, lambda ctx, x: np.round(x), libm("rint")),
-    "Sqrt": Row(6, F, lambda ctx, x: np.sqrt(x), libm("sqrt")),
-    "Exp": Row(6, F, lambda ctx, x: np.exp(x), libm("exp")),
-    "Log": Row(6, F, lambda ctx, x: np.log(x), libm("log")),
-    "Erf": Row(9, F, lambda ctx, x: _erf(x), libm("erf")),
+    "Round": Row(11, F, lambda ctx, x: np.round(x), libm("rint"), None, EXACT),
+    "Sqrt": Row(6, F, lambda ctx, x: np.sqrt(x), libm("sqrt"), None, EXACT),
+    "Exp": Row(6, F, lambda ctx, x: np.exp(x), libm("exp"), None, FLOAT32_EXACT),
+    "Log": Row(6, F, lambda ctx, x: np.log(x), libm("log"), None, FLOAT32_EXACT),
+    "Erf": Row(9, F, lambda ctx, x: _erf(x), libm("erf"), None, FLOAT32_EXACT),
     "Sin": Row(7, F, lambda ctx, x: np.sin(x), libm("sin")),
     "Cos": Row(7, F, lambda ctx, x: np.cos(x), libm("cos")),
     "Tan": Row(7, F, lambda ctx, x: np.tan(x), libm("tan")),

@@ -13,7 +13,7 @@ from .. import dtypes
 from .base import OpDef, TensorType, broadcast_shapes, c_ints
 from .binary import PAIRWISE, evaluate_pair
 from .broadcast import collapse
-from .unary import literal, to_dtype, unary_loop
+from .unary import canonical_nan, literal, to_dtype, unary_loop
 
 
 def _pair_loop(ctx, out_shape, operands, expr):
@@ -23,7 +23,8 @@ def _pair_loop(ctx, out_shape, operands, expr):
     if len(shape) > 16:
         raise ctx.unsupported(f"broadcast over {len(shape)} dimensions (at most 16)")
     t = dtypes.c_kernel_type(ctx.outputs[0].dtype)
-    args = [t, t, t, ctx.y(0), pa, pb, str(len(shape)), c_ints(shape)] + [c_ints(s) for s in strd] + [expr]
+    args = [t, t, t, ctx.y(0), pa, pb, str(len(shape)), c_ints(shape)] + [c_ints(s) for s in strd] + \
+        [canonical_nan(ctx.outputs[0].dtype, expr)]
     return f"AOTC_BINARY({', '.join(args)});"
 
 
@@ -63,7 +64,7 @@ def _variadic(op_type, pair, mean=False):
             lines.append(_pair_loop(ctx, y.shape, [a, (ctx.x(i), shapes[i])], step))
         return "\n".join(lines)
 
-    return OpDef(op_type, infer, emit, evaluate, since=6, in_place_inputs=(0, 1))
+    return OpDef(op_type, infer, emit, evaluate, since=6, in_place_inputs=(0, 1), supports_exact=pair.exact)
 
 
 OPS = [

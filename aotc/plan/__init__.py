@@ -9,7 +9,7 @@ from typing import Optional
 
 from .. import ops
 from ..errors import ExactModeUnavailable, Unsupported
-from ..ops.base import TensorType
+from ..ops.base import TensorType, exact_available
 from . import memory, shapes as shape_inference
 
 
@@ -97,7 +97,7 @@ def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None):
         steps.append(step)
 
     if mode == "exact":
-        lacking = [f"{s.node.op_type}" for s in steps if not s.op.supports_exact and not s.op.view_of_input]
+        lacking = [f"{s.node.op_type}" for s in steps if not s.op.view_of_input and not exact_available(s.op, s.ctx)]
         if lacking:
             raise ExactModeUnavailable(lacking)
 

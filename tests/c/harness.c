@@ -1,7 +1,10 @@
-/* Runs any aotc-generated model on deterministic inputs and prints a checksum of each
- * output: the C side of the sanitizer tests. Build with
+/* Runs any aotc-generated model and reports its outputs: the C side of the sanitizer
+ * and cross-build tests. Build with
  *   -DMODEL_HEADER='"name.h"' -DMODEL=name -DMODEL_UPPER=NAME
- * next to the model's .c file. */
+ * next to the model's .c file.
+ *   harness                  deterministic inputs; prints a checksum of each output
+ *   harness IN OUT THREADS   inputs read from IN (raw, one after another, in input
+ *                            order), outputs written to OUT the same way */
 #define _POSIX_C_SOURCE 200112L   /* posix_memalign */
 #include <stdint.h>
 #include <stdio.h>
@@ -45,39 +48,79 @@ static void fill(void *data, const SYM(_tensor_info) *t) {
   }
 }
 
-int main(void) {
-  const void *inputs[MACRO(_NUM_INPUTS) + 1];
-  void *outputs[MACRO(_NUM_OUTPUTS) + 1];
-  void *workspace = NULL;
-  int i, threads, rc;
-  for (i = 0; i < MACRO(_NUM_INPUTS); i++) {
+static int read_inputs(const char *path, void **inputs) {
+  FILE *f = fopen(path, "rb");
+  int i, ok = f != NULL;
+  for (i = 0; ok && i < MACRO(_NUM_INPUTS); i++) {
     const SYM(_tensor_info) *t = &SYM(_inputs)[i];
-    void *p = malloc(numel(t) * element_size(t->onnx_type) + 1);
-    fill(p, t);
-    inputs[i] = p;
+    size_t bytes = numel(t) * element_size(t->onnx_type);
+    ok = fread(inputs[i], 1, bytes, f) == bytes;
   }
-  for (i = 0; i < MACRO(_NUM_OUTPUTS); i++) {
+  if (f) fclose(f);
+  return ok;
+}
+
+static int write_outputs(const char *path, void **outputs) {
+  FILE *f = fopen(path, "wb");
+  int i, ok = f != NULL;
+  for (i = 0; ok && i < MACRO(_NUM_OUTPUTS); i++) {
     const SYM(_tensor_info) *t = &SYM(_outputs)[i];
-    outputs[i] = malloc(numel(t) * element_size(t->onnx_type) + 1);
+    size_t bytes = numel(t) * element_size(t->onnx_type);
+    ok = fwrite(outputs[i], 1, bytes, f) == bytes;
   }
-  if (posix_memalign(&workspace, 64, SYM(_workspace_bytes)() + 64) != 0) return 3;
-  for (threads = 1; threads <= 2; threads++) {
-    SYM(_set_threads)(threads);
-    rc = SYM(_run_array)(workspace, inputs, outputs);
-    if (rc != 0) {
-      printf("run failed: %d\n", rc);
-      return 1;
-    }
-  }
+  if (f && fclose(f) != 0) ok = 0;
+  return ok;
+}
+
+static void print_checksums(void **outputs) {
+  int i;
   for (i = 0; i < MACRO(_NUM_OUTPUTS); i++) {
     const SYM(_tensor_info) *t = &SYM(_outputs)[i];
     size_t k, bytes = numel(t) * element_size(t->onnx_type);
     uint32_t sum = 0;
     for (k = 0; k < bytes; k++) sum = sum * 31u + ((unsigned char *)outputs[i])[k];
     printf("%s %08x\n", t->name, (unsigned)sum);
-    free(outputs[i]);
   }
-  for (i = 0; i < MACRO(_NUM_INPUTS); i++) free((void *)inputs[i]);
+}
+
+int main(int argc, char **argv) {
+  void *inputs[MACRO(_NUM_INPUTS) + 1];
+  void *outputs[MACRO(_NUM_OUTPUTS) + 1];
+  void *workspace = NULL;
+  int i, threads, rc, from_files = argc == 4;
+  for (i = 0; i < MACRO(_NUM_INPUTS); i++) {
+    const SYM(_tensor_info) *t = &SYM(_inputs)[i];
+    inputs[i] = malloc(numel(t) * element_size(t->onnx_type) + 1);
+    if (!from_files) fill(inputs[i], t);
+  }
+  for (i = 0; i < MACRO(_NUM_OUTPUTS); i++) {
+    const SYM(_tensor_info) *t = &SYM(_outputs)[i];
+    outputs[i] = malloc(numel(t) * element_size(t->onnx_type) + 1);
+  }
+  if (posix_memalign(&workspace, 64, SYM(_workspace_bytes)() + 64) != 0) return 3;
+  if (from_files && !read_inputs(argv[1], inputs)) {
+    printf("cannot read the inputs from %s\n", argv[1]);
+    return 2;
+  }
+  /* without files: one and two threads, so the sanitizers see both */
+  for (threads = from_files ? atoi(argv[3]) : 1; threads <= (from_files ? atoi(argv[3]) : 2); threads++) {
+    SYM(_set_threads)(threads);
+    rc = SYM(_run_array)(workspace, (const void **)inputs, outputs);
+    if (rc != 0) {
+      printf("run failed: %d\n", rc);
+      return 1;
+    }
+  }
+  if (from_files) {
+    if (!write_outputs(argv[2], outputs)) {
+      printf("cannot write the outputs to %s\n", argv[2]);
+      return 2;
+    }
+  } else {
+    print_checksums(outputs);
+  }
+  for (i = 0; i < MACRO(_NUM_OUTPUTS); i++) free(outputs[i]);
+  for (i = 0; i < MACRO(_NUM_INPUTS); i++) free(inputs[i]);
   SYM(_set_threads)(1);
   free(workspace);
   return 0;
