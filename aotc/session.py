@@ -73,6 +73,8 @@ class Session:
         self.name = m["name"]
         self.inputs = [TensorSpec(t["name"], np.dtype(t["dtype"]), tuple(t["shape"])) for t in m["inputs"]]
         self.outputs = [TensorSpec(t["name"], np.dtype(t["dtype"]), tuple(t["shape"])) for t in m["outputs"]]
+        # outputs whose shape depends on the data: their spec shape is an upper bound
+        self._dims_offsets = [t.get("dims_offset") for t in m["outputs"]]
         self.report = dict(m["report"])
         self._ffi, self._lib = _load_extension(self.out_dir, m)
         self._run = getattr(self._lib, f"{self.name}_run_array")
@@ -101,6 +103,8 @@ class Session:
         workspace = self._take_workspace()
         try:
             code = self._run(ffi.cast("void *", _aligned_address(workspace)), in_ptrs, out_ptrs)
+            if code == 0:
+                results = self._trimmed(results, workspace)
         finally:
             self._give_back(workspace)
         if code != 0:
@@ -108,6 +112,19 @@ class Session:
         if single:
             return results[0]
         return {t.name: r for t, r in zip(self.outputs, results)}
+
+    def _trimmed(self, results, workspace):
+        """Outputs of data-dependent shape cut to the shape the run recorded in the
+        workspace (the data sits densely at the start of the upper-bound buffer)."""
+        base = _aligned_address(workspace) - workspace.ctypes.data
+        for i, offset in enumerate(self._dims_offsets):
+            if offset is None:
+                continue
+            rank = len(self.outputs[i].shape)
+            shape = tuple(int(d) for d in np.frombuffer(workspace, np.int64, rank, base + offset))
+            count = int(np.prod(shape, dtype=np.int64))
+            results[i] = results[i].reshape(-1)[:count].copy().reshape(shape)
+        return results
 
     def _check_inputs(self, feed):
         names = {t.name for t in self.inputs}

@@ -9,6 +9,7 @@
 #include "aotc_elementwise.h"
 #include "aotc_math.h"
 #include "aotc_layout.h"
+#include "aotc_index.h"
 #include "aotc_gemm.h"
 #include "aotc_conv.h"
 #include "aotc_pool.h"

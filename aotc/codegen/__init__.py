@@ -56,12 +56,22 @@ class _Emitter:
             return self.pointer(step.outputs[i], False) if step.outputs[i] is not None else "NULL"
         scratch = f"(ws + {step.scratch_offset})" if step.scratch_bytes else "NULL"
         ctx = EmitContext(step.ctx, x, y, self.add_const, scratch, f"&{self.name}_pool", exact)
+        ctx.dims = lambda k: _dims_pointer(step, k)
         try:
             return step.op.emit(ctx)
         except AotcError:
             raise
         except Exception as e:  # an attribute the operator could not read: report where
             raise InvalidModel(f"{type(e).__name__}: {e}", step.node.name) from e
+
+
+def _dims_pointer(step, k):
+    """For an output whose shape depends on the data: a C `int64_t *` to its dims
+    record, where the node's code stores the actual shape. None for other outputs."""
+    v = step.outputs[k] if k < len(step.outputs) else None
+    if v is None or v.dims_offset < 0:
+        return None
+    return f"((int64_t *)(ws + {v.dims_offset}))"
 
 
 MAX_SOURCE_BYTES = 256 << 20   # beyond this a C compiler takes too long or fails
@@ -94,10 +104,14 @@ def generate(plan, name, out_dir, target, weights_form="incbin"):
     copies = [{"index": i, "src": emitter.pointer(v, True), "bytes": v.type.nbytes}
               for i, v in plan.output_copies]
     namer = cnames.Namer("t")
+    inputs = tensor_info(plan.inputs, namer, "in_")
+    outputs = tensor_info(plan.outputs, namer, "out_")
+    for info, v in zip(outputs, plan.outputs):   # where the actual shape is, if it varies
+        info["dims_offset"] = v.dims_offset if v.dims_offset >= 0 else None
     context = {
         "name": name, "NAME": name.upper(), "plan": plan, "steps": steps, "copies": copies,
-        "inputs": tensor_info(plan.inputs, namer, "in_"),
-        "outputs": tensor_info(plan.outputs, namer, "out_"),
+        "inputs": inputs,
+        "outputs": outputs,
         "workspace_bytes": plan.workspace_bytes, "weights_bytes": emitter.blob.padded_size(),
         "weights_form": weights_form, "target": target, "exact": exact,
     }

@@ -23,6 +23,7 @@ class PlanValue:
     index: int = -1
     offset: int = -1
     base: Optional["PlanValue"] = None
+    dims_offset: int = -1        # data-dependent shape: workspace offset of its int64 dims
 
     @property
     def root(self):
@@ -74,12 +75,18 @@ def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None):
     output_names = [vi.name for vi in graph.outputs]
     needed = _live_nodes(graph, typed, output_names)
     steps = []
+    dynamic = {}    # value name -> node that makes it, for shapes that depend on the data
     for node in graph.nodes:
         if id(node) not in needed:
             continue
         ctx = typed.contexts[id(node)]
         op = ops.find(node.domain, node.op_type, graph.opset(node.domain))
         ins = [value(v) if v else None for v in node.inputs]
+        for v in ins:
+            if v is not None and v.name in dynamic:
+                raise Unsupported(f"reads {v.name!r}, whose shape depends on the data (made by node "
+                                  f"{dynamic[v.name].name!r}, {dynamic[v.name].op_type}); such values "
+                                  "can only be graph outputs", node.name)
         outs = []
         for k, name in enumerate(node.outputs):
             if not name:
@@ -91,6 +98,9 @@ def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None):
             else:
                 values[name] = PlanValue(name, t, "workspace")
             outs.append(values[name])
+        for k in shape_inference.data_dependent_outputs(op, ctx):
+            if k < len(outs) and outs[k] is not None:
+                dynamic[outs[k].name] = node
         step = Step(node, op, ctx, ins, outs)
         if op.scratch is not None:
             step.scratch_bytes = int(op.scratch(ctx))
@@ -118,12 +128,26 @@ def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None):
                               "for one tensor is 2 GiB")
     intermediate = sum(v.type.nbytes for v in values.values() if v.storage == "workspace")
     workspace = memory.assign([s for s in steps if not s.op.view_of_input], values, keep)
+    workspace = _place_dims_records([values[name] for name in dynamic], workspace)
     if workspace > memory.MAX_WORKSPACE:
         raise Unsupported(f"the plan needs a {workspace / 2**30:.1f} GiB workspace; the limit is 2 GiB")
     return Plan(graph.name, [values[vi.name] for vi in graph.inputs], outputs,
                 [s for s in steps if not s.op.view_of_input], copies, workspace, intermediate,
                 dict(nodes_before or Counter(n.op_type for n in graph.nodes)),
                 dict(Counter(s.node.op_type for s in steps if not s.op.view_of_input)), mode)
+
+
+def _place_dims_records(dynamic_values, workspace):
+    """An int64 per dim for each data-dependent value, after everything else in the
+    workspace: its kernel writes the actual shape there and it outlives the run, so the
+    caller reads it afterwards (<name>_output_shape, Session)."""
+    if not dynamic_values:
+        return workspace
+    at = memory.align(workspace)
+    for v in dynamic_values:
+        v.dims_offset = at
+        at += 8 * max(v.type.rank, 1)
+    return memory.align(at)
 
 
 def _live_nodes(graph, typed, output_names):

@@ -107,11 +107,31 @@ def infer(graph, input_shapes, mode="fast"):
     return typed
 
 
+def data_dependent_outputs(op, ctx):
+    """Indices of a node's outputs whose shapes depend on input values. OpDef's
+    outputs_data_dependent is True (every output), False, or a function of the node's
+    OpContext returning a bool or the output indices (e.g. Compress: only when its
+    condition is not a constant; Unique: not inverse_indices). infer gives such outputs
+    their upper-bound shape."""
+    flag = op.outputs_data_dependent
+    if callable(flag):
+        flag = flag(ctx)
+    if flag is True:
+        return set(range(len(ctx.node.outputs)))
+    return set(flag or ())
+
+
 def _infer_node(op, ctx):
     try:
         outputs = list(op.infer(ctx))
         present = [t for t in ctx.inputs if t is not None]
-        foldable = (op.evaluate is not None and present and not op.outputs_data_dependent
+        dynamic = data_dependent_outputs(op, ctx)
+        if (op.evaluate is not None and present and dynamic
+                and all(t.value is not None for t in present)):
+            # on constants a data-dependent result is just a constant, of its true shape
+            values = op.evaluate(ctx, [t.value if t is not None else None for t in ctx.inputs])
+            return [TensorType.of(np.asarray(v).astype(t.dtype, copy=False)) for t, v in zip(outputs, values)]
+        foldable = (op.evaluate is not None and present and not dynamic
                     and all(t.value is not None for t in present))
         if foldable and not all(t.value is not None for t in outputs):
             limit = max([FOLD_LIMIT_BYTES] + [t.nbytes for t in present])
