@@ -7,8 +7,9 @@
 aotc compiles for fixed input shapes, so a rep keeps one Session per set of input
 shapes it has seen: the first run with new shapes compiles (aotc's compile cache makes
 a repeated compile cheap), later runs with the same shapes reuse the Session.
-A graph input that an operator needs at compile time (axes, a target shape, pads ...)
-is frozen to the value given at run time: the rep compiles once per such value.
+A graph input that an operator needs at compile time (axes, a target shape, pads ...),
+directly or through other nodes, is frozen to the value given at run time: the rep
+compiles once per such value.
 Sessions run on one thread: the conformance suite runs several workers side by side.
 """
 import numpy as np
@@ -67,9 +68,11 @@ class AotcRep(BackendRep):
                                        shapes={n: shapes[n] for n in self.input_names if n not in frozen},
                                        threads=self.threads, **self.compile_options)
             except NotConstant as e:
-                if arrays is None or e.value not in arrays or e.value in self.frozen:
+                wanted = [n for n in _inputs_behind(self.proto.graph, e.value, self.input_names)
+                          if n not in self.frozen]
+                if arrays is None or not wanted:
                     raise
-                self.frozen.append(e.value)
+                self.frozen += wanted
                 continue
             self.sessions[key] = session
             return session
@@ -90,6 +93,29 @@ class AotcRep(BackendRep):
                 raise InvalidInput(f"the model has {len(self.input_names)} inputs, "
                                    f"{len(values)} were given")
         return [_tensor_array(name, v) for name, v in zip(self.input_names, values)]
+
+
+_INTEGER_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
+
+
+def _inputs_behind(graph, value, input_names):
+    """The integer graph inputs `value` is computed from (itself, if it is one): axes,
+    shapes, pads and counts are integers; data is never frozen. Shape and Size end the
+    walk: their values follow from shapes, which the compile already fixes."""
+    integer_inputs = {vi.name for vi in graph.input if vi.type.tensor_type.elem_type in _INTEGER_TYPES}
+    producers = {out: node for node in graph.node for out in node.output}
+    found, stack, seen = [], [value], set()
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in input_names and name in integer_inputs:
+            found.append(name)
+        node = producers.get(name)
+        if node is not None and node.op_type not in ("Shape", "Size"):
+            stack.extend(i for i in node.input if i)
+    return sorted(found, key=input_names.index)
 
 
 def _freeze(proto, values):
@@ -165,8 +191,8 @@ class AotcBackend(Backend):
             try:
                 rep.session_for(dict(zip(rep.input_names, static)))
             except NotConstant as e:
-                if e.value not in rep.input_names:
-                    raise          # computed in the graph: no value given at run time helps
+                if not _inputs_behind(proto.graph, e.value, rep.input_names):
+                    raise          # computed from constants alone: no value given at run time helps
         return rep
 
     @classmethod
