@@ -16,5 +16,10 @@
 #include "aotc_norm.h"
 #include "aotc_reduce.h"
 #include "aotc_attention.h"
+#include "aotc_quant.h"
+#include "aotc_signal.h"
+#include "aotc_rnn.h"
+#include "aotc_nms.h"
+#include "aotc_random.h"
 
 #endif
