@@ -1,9 +1,11 @@
+import ml_dtypes
 import numpy as np
 import pytest
 from onnx import helper
 
 import aotc
 from oracle import assert_matches_ort, make_model, random
+from reduce_check import assert_clean_c, assert_close, check, run_reference
 
 FLOAT_OPS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
              "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSumExp"]
@@ -15,18 +17,18 @@ CASES = [((3, 5, 7), [1]), ((3, 5, 7), [-1]), ((3, 5, 7), [0]), ((2, 3, 4, 5), [
          ((2, 70, 9), [-2]), ((5, 1, 3, 2), [-4, 1, 3])]
 
 
-def _node(op, axes, opset, keepdims, noop, inits):
+def _node(op, axes, opset, keepdims, noop, inits, x="x", suffix=""):
     attrs = {"keepdims": keepdims}
     if noop is not None:
         attrs["noop_with_empty_axes"] = noop
-    inputs = ["x"]
+    inputs = [x]
     if opset >= AXES_INPUT_OPSET.get(op, 18):
         if axes is not None:
-            inits["axes"] = np.array(axes, np.int64)
-            inputs.append("axes")
+            inits[f"axes{suffix}"] = np.array(axes, np.int64)
+            inputs.append(f"axes{suffix}")
     elif axes is not None:
         attrs["axes"] = axes
-    return helper.make_node(op, inputs, [f"y_{op}"], **attrs)
+    return helper.make_node(op, inputs, [f"y_{op}{suffix}"], **attrs)
 
 
 def _model(ops, shape, axes, opset, keepdims=1, dtype=np.float32, noop=None):
@@ -48,19 +50,28 @@ def _check(ops, shape, axes, opset, keepdims=1, noop=None):
     assert_matches_ort(m, {"x": _input(shape)}, rtol=2e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("case", CASES)
+def _check_cases(ops_by_opset, keepdims=1, cases=CASES, dtype=np.float32, make_input=_input):
+    """Every (shape, axes) of `cases` through every op, one model per opset: input x<i>
+    holds case i."""
+    for opset, ops in ops_by_opset.items():
+        nodes, inputs, outputs, inits, feeds = [], [], [], {}, {}
+        for i, (shape, axes) in enumerate(cases):
+            inputs.append((f"x{i}", dtype, shape))
+            feeds[f"x{i}"] = make_input(shape, dtype)
+            for op in ops:
+                nodes.append(_node(op, axes, opset, keepdims, None, inits, f"x{i}", f"_{i}"))
+                outputs.append((f"y_{op}_{i}", dtype, None))
+        m = make_model(nodes, inputs, outputs, inits, opset=opset)
+        assert_matches_ort(m, feeds, rtol=2e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("keepdims", [0, 1])
-def test_axes_as_attribute(case, keepdims):
-    shape, axes = case
-    _check(["ReduceSum"], shape, axes, 11, keepdims)
-    _check(FLOAT_OPS[1:], shape, axes, 13, keepdims)
+def test_axes_as_attribute(keepdims):
+    _check_cases({11: ["ReduceSum"], 13: FLOAT_OPS[1:]}, keepdims)
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_axes_as_input(case):
-    shape, axes = case
-    _check(["ReduceSum"], shape, axes, 13)
-    _check(FLOAT_OPS, shape, axes, 18)
+def test_axes_as_input():
+    _check_cases({13: ["ReduceSum"], 18: FLOAT_OPS})
 
 
 @pytest.mark.parametrize("opset", [11, 13, 18])
@@ -83,15 +94,10 @@ INT_OPS = {np.int64: ["ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1"],
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int32])
-@pytest.mark.parametrize("case", [((4, 5, 6), [1]), ((4, 5, 6), [0, 2]), ((40, 3), [0]),
-                                  ((3, 35), [-1])])
-def test_integer_reductions(dtype, case):
-    shape, axes = case
-    x = random(shape, dtype, seed=4, low=-2, high=2)
-    m = _model(["ReduceSum"], shape, axes, 11, dtype=dtype)
-    assert_matches_ort(m, {"x": x})
-    m = _model(INT_OPS[dtype], shape, axes, 13, dtype=dtype)
-    assert_matches_ort(m, {"x": x})
+def test_integer_reductions(dtype):
+    cases = [((4, 5, 6), [1]), ((4, 5, 6), [0, 2]), ((40, 3), [0]), ((3, 35), [-1])]
+    _check_cases({11: ["ReduceSum"], 13: INT_OPS[dtype]}, cases=cases, dtype=dtype,
+                 make_input=lambda shape, dt: random(shape, dt, seed=4, low=-2, high=2))
 
 
 def test_big_reduction_splits_work_and_matches():
@@ -135,3 +141,134 @@ def test_shape_chain_folds_to_a_constant():
     assert sess.report["nodes_after"].get("ReduceProd", 0) == 0
     x = random((2, 3, 4))
     np.testing.assert_array_equal(sess.run({"x": x})["y"], x.reshape(-1))
+
+
+# ---- element types, empty sets, NaN and infinities -----------------------------------
+
+ALL_FLOAT_OPS = FLOAT_OPS + ["ReduceLogSum"]
+INT_ARITHMETIC_OPS = ["ReduceSum", "ReduceMean", "ReduceProd", "ReduceMax", "ReduceMin",
+                      "ReduceSumSquare", "ReduceL1", "ReduceL2"]
+
+
+def _positive_input(shape, dtype):
+    """Signs mixed but every reduced sum positive enough for ReduceLogSum."""
+    return (np.abs(_input(shape)) + 0.25).astype(dtype)
+
+
+def _check_reference_values(model, feeds, **options):
+    """Like check against onnx.reference, but the reference widens some 32-bit integer
+    results to 64 bits: its values are compared in the input's type."""
+    got = aotc.compile(model, **options).run(feeds)
+    dtype = next(iter(feeds.values())).dtype
+    assert_close(got, {k: v.astype(dtype) for k, v in run_reference(model, feeds).items()},
+                 oracle="reference")
+
+
+@pytest.mark.parametrize("axes", [[0, 2], [1], None])
+def test_double_matches_the_reference(axes):
+    shape = (3, 5, 37)
+    m = _model(ALL_FLOAT_OPS, shape, axes, 18, dtype=np.float64)
+    check(m, {"x": _positive_input(shape, np.float64)}, oracle="reference", rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("dtype, ulp", [(np.float16, 2.0 ** -10), (ml_dtypes.bfloat16, 2.0 ** -7)])
+def test_half_floats_accumulate_in_float_and_round_once(dtype, ulp):
+    """The float32 reference's results rounded to the 16-bit type, within one unit in the
+    last place of it (summation order may move a result across a rounding boundary)."""
+    shape, axes = (3, 5, 37), [0, 2]
+    x = _positive_input(shape, dtype)
+    got = aotc.compile(_model(ALL_FLOAT_OPS, shape, axes, 18, dtype=dtype)).run({"x": x})
+    want = run_reference(_model(ALL_FLOAT_OPS, shape, axes, 18), {"x": x.astype(np.float32)})
+    with np.errstate(over="ignore"):      # products beyond the 16-bit range are inf in both
+        want = {k: v.astype(dtype) for k, v in want.items()}
+    assert_close(got, want, rtol=ulp, atol=0, oracle="float32 reference")
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64, np.int32, np.int64])
+def test_integer_types_match_the_reference(dtype):
+    shape = (4, 5, 6)
+    x = random(shape, dtype, seed=6, low=0 if np.dtype(dtype).kind == "u" else -3, high=3)
+    for axes in ([1], [0, 2]):
+        _check_reference_values(_model(INT_ARITHMETIC_OPS, shape, axes, 18, dtype=dtype), {"x": x})
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.bool_])
+def test_max_and_min_of_small_types(dtype):
+    shape = (6, 35)
+    x = random(shape, dtype, seed=2, low=-100 if dtype == np.int8 else 0, high=1 if dtype == np.bool_ else 200)
+    for axes in ([1], [0], None):
+        check(_model(["ReduceMax", "ReduceMin"], shape, axes, 20, dtype=dtype), {"x": x},
+              oracle="reference")
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_reduction_over_no_elements_gives_the_identity(dtype):
+    # (the integer mean of nothing is left out: the reference casts a NaN to int)
+    ops = ["ReduceMax", "ReduceMin"] if dtype == np.bool_ else \
+        ALL_FLOAT_OPS if dtype == np.float32 else [op for op in INT_ARITHMETIC_OPS if op != "ReduceMean"]
+    shape = (2, 0, 4)
+    m = _model(ops, shape, [1], 20, dtype=dtype)
+    with np.errstate(all="ignore"):   # the reference's mean of nothing warns
+        _check_reference_values(m, {"x": np.zeros(shape, dtype)}, shapes={"x": shape})
+
+
+def test_max_and_min_propagate_nan():
+    """NaN anywhere in a reduced set wins, in the row lanes and in the column walk."""
+    x = random((4, 40), seed=1)
+    x[1, 3] = x[2, 39] = x[3, 0] = np.nan
+    for axes in ([1], [0]):
+        check(_model(["ReduceMax", "ReduceMin"], x.shape, axes, 18), {"x": x}, oracle="reference")
+
+
+def test_log_sum_exp_with_infinities():
+    x = np.array([[np.inf, 1, 2], [-np.inf, -np.inf, -np.inf], [-np.inf, 0, 0], [1e30, -1e30, 0]],
+                 np.float32)
+    got = aotc.compile(_model(["ReduceLogSumExp"], x.shape, [1], 18)).run({"x": x})
+    want = [np.inf, -np.inf, np.log(2), 1e30]
+    np.testing.assert_allclose(got["y_ReduceLogSumExp"].reshape(-1), want, rtol=1e-6)
+
+
+def test_log_reductions_of_integers_are_unsupported():
+    m = _model(["ReduceLogSum"], (2, 3), [1], 18, dtype=np.int32)
+    with pytest.raises(aotc.AotcError, match="only floating types"):
+        aotc.compile(m)
+
+
+def test_generated_c_is_clean(tmp_path):
+    """Every kernel family once: warnings-free C and a clean ASan/UBSan run."""
+    nodes, inputs, outputs, inits = [], [], [], {"axes": np.array([1], np.int64)}
+    for dtype, ops in [(np.float32, ["ReduceLogSumExp", "ReduceL2"]), (np.float16, ALL_FLOAT_OPS),
+                       (np.int32, INT_ARITHMETIC_OPS), (np.bool_, ["ReduceMin"])]:
+        name = f"x_{np.dtype(dtype).name}"
+        inputs.append((name, dtype, (3, 19, 5)))
+        for op in ops:
+            out = f"y_{op}_{np.dtype(dtype).name}"
+            nodes.append(helper.make_node(op, [name, "axes"], [out], keepdims=0))
+            outputs.append((out, dtype, None))
+    assert_clean_c(tmp_path, make_model(nodes, inputs, outputs, inits, opset=20), "reductions")
+
+
+def test_exact_mode_matches_onnxruntime_with_the_same_bits_on_any_thread_count():
+    shape = (6, 40, 33)
+    m = _model(ALL_FLOAT_OPS, shape, [1], 18)
+    x = _positive_input(shape, np.float32)
+    one = assert_matches_ort(m, {"x": x}, rtol=2e-5, atol=1e-5, mode="exact", threads=1)
+    two = aotc.compile(m, mode="exact", threads=2).run({"x": x})
+    for name in one:
+        np.testing.assert_array_equal(one[name], two[name], err_msg=name)
+
+
+def test_exact_mode_has_no_double_logarithm():
+    m = _model(["ReduceLogSumExp"], (2, 3), [1], 18, dtype=np.float64)
+    with pytest.raises(aotc.AotcError, match="no exact-mode kernel for: ReduceLogSumExp"):
+        aotc.compile(m, mode="exact")
+
+
+def test_exact_mode_writes_the_canonical_nan():
+    x = np.array([[1, 2], [3, 4]], np.float32)
+    x.view(np.uint32)[0, 1] = 0xFFC00001      # a negative NaN with a payload
+    ops = ["ReduceMax", "ReduceSum", "ReduceLogSumExp"]
+    got = aotc.compile(_model(ops, x.shape, [1], 18), mode="exact").run({"x": x})
+    for op in ops:
+        assert got[f"y_{op}"].view(np.uint32)[0, 0] == 0x7FC00000, op
