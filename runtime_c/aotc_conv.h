@@ -4,13 +4,16 @@
  * extent 1. Weights are [Cout, Cin/group, kd, kh, kw] row-major, which is already the
  * A operand of a GEMM per group: [Cout_g, K] with K = Cin_g * kd * kh * kw.
  *
- * Three kernels, chosen at compile time by the shape:
+ * Four kernels, chosen at compile time by the shape (aotc/ops/conv.py):
  *   aotc_conv_pointwise   1x1 kernel, stride 1, no pad: one GEMM per image and group;
  *   aotc_conv_direct      one input channel per group (depthwise): direct loops,
- *                         parallel over (channel, block of output rows);
- *   aotc_conv_im2col      the rest: output pixels cut into column blocks, each block
- *                         unfolded into scratch (im2col) straight into the GEMM's
- *                         packed-B layout and multiplied by one aotc_sgemm_packed.
+ *                         parallel over (channel, block of output rows); small 3x3
+ *                         stride-1 planes through a zero-bordered copy in one run;
+ *   aotc_conv_im2col      output pixels cut into column blocks, each block unfolded
+ *                         into scratch (im2col) straight into the GEMM's packed-B
+ *                         layout and multiplied by one aotc_sgemm_packed;
+ *   aotc_conv_rows        the deep layers: pixels as GEMM rows against weights packed
+ *                         at compile time, the product stored transposed (below).
  * Every output is a sum over (input channel, kz, ky, kx) in that order, plus the bias,
  * then the activation `act` (NULL: none; aotc_gemm.h), applied by the thread that
  * computed the value, right after it; no work split depends on the thread count. */
@@ -66,6 +69,7 @@ typedef struct {
   float *y;
   int64_t rows_per_task, tasks_per_channel;
   int64_t inner_lo, inner_hi;   /* output columns where every kx tap is inside the row */
+  int small_plane;              /* aotc_conv_plane_3x3_ per channel */
 } aotc_conv_direct_args_;
 
 /* yrow[ow] += sum over kx in order of wx[kx] * src[ow * sw + kx * dw - pw], for the
@@ -132,6 +136,21 @@ AOTC_FN void aotc_conv_direct_row_3x3_(const aotc_conv_geom *g, const float *AOT
       acc += w[6] * c[ow];
       acc += w[7] * c[ow + 1];
       acc += w[8] * c[ow + 2];
+      y[ow] = acc + bias;
+    }
+  } else if (sw == 2 && dw == 1) {   /* a literal stride: even/odd shuffles, no gathers */
+    const float *a = r0 + base, *b = r1 + base, *c = r2 + base;
+    for (ow = 0; ow < n; ow++) {
+      float acc = 0.0f;
+      acc += w[0] * a[2 * ow];
+      acc += w[1] * a[2 * ow + 1];
+      acc += w[2] * a[2 * ow + 2];
+      acc += w[3] * b[2 * ow];
+      acc += w[4] * b[2 * ow + 1];
+      acc += w[5] * b[2 * ow + 2];
+      acc += w[6] * c[2 * ow];
+      acc += w[7] * c[2 * ow + 1];
+      acc += w[8] * c[2 * ow + 2];
       y[ow] = acc + bias;
     }
   } else {
@@ -211,6 +230,55 @@ AOTC_FN void aotc_conv_direct_row_(const aotc_conv_geom *g, const float *AOTC_RE
   for (ow = 0; ow < ow_n; ow++) yrow[ow] += bias;
 }
 
+#define AOTC_CONV_PLANE_MAX 4096   /* floats of a padded plane kept on the stack */
+
+/* A 2-D 3x3 stride-1 conv of one small plane (the deep depthwise layers, 7x7 to 28x28):
+ * the plane is copied into a zero-bordered buffer of width out_w + 2, so every output
+ * row, and the whole plane read as one flat run of that width, has all nine taps
+ * inside: one long vector loop instead of short rows with scalar borders. The sums
+ * keep the row kernel's order (the nine taps in order, then the bias). */
+AOTC_FN int aotc_conv_small_plane_(const aotc_conv_geom *g) {
+  return g->kernel[0] == 1 && g->kernel[1] == 3 && g->kernel[2] == 3 && g->in[0] == 1 &&
+         g->stride[1] == 1 && g->stride[2] == 1 && g->dilation[1] == 1 && g->dilation[2] == 1 &&
+         g->pad[1] <= 2 && g->pad[2] <= 2 && (g->out[1] + 2) * (g->out[2] + 2) <= AOTC_CONV_PLANE_MAX;
+}
+
+AOTC_FN void aotc_conv_plane_3x3_(const aotc_conv_geom *g, const float *AOTC_RESTRICT plane,
+                                  const float *AOTC_RESTRICT w, float bias,
+                                  float *AOTC_RESTRICT y, const aotc_activation *act) {
+  float buf[AOTC_CONV_PLANE_MAX] AOTC_ALIGNED(64), acc[AOTC_CONV_PLANE_MAX] AOTC_ALIGNED(64);
+  const int64_t oh_n = g->out[1], ow_n = g->out[2], wp = ow_n + 2, hp = oh_n + 2;
+  const int64_t n = oh_n * wp - 2;   /* the last row's last two columns are never used */
+  int64_t r, i, oh;
+  for (r = 0; r < hp; r++) {
+    int64_t iy = r - g->pad[1];
+    float *row = buf + r * wp;
+    for (i = 0; i < wp; i++) row[i] = 0.0f;
+    if (iy >= 0 && iy < g->in[1]) {
+      int64_t lo = AOTC_MAX(0, g->pad[2]), hi = AOTC_MIN(wp, g->in[2] + g->pad[2]);
+      if (hi > lo) memcpy(row + lo, plane + iy * g->in[2] + (lo - g->pad[2]), (size_t)(hi - lo) * sizeof(float));
+    }
+  }
+  {
+    const float *a = buf, *b = buf + wp, *c = buf + 2 * wp;
+    for (i = 0; i < n; i++) {
+      float v = 0.0f;
+      v += w[0] * a[i];
+      v += w[1] * a[i + 1];
+      v += w[2] * a[i + 2];
+      v += w[3] * b[i];
+      v += w[4] * b[i + 1];
+      v += w[5] * b[i + 2];
+      v += w[6] * c[i];
+      v += w[7] * c[i + 1];
+      v += w[8] * c[i + 2];
+      acc[i] = v + bias;
+    }
+  }
+  for (oh = 0; oh < oh_n; oh++) memcpy(y + oh * ow_n, acc + oh * wp, (size_t)ow_n * sizeof(float));
+  aotc_activation_apply(act, y, oh_n * ow_n);
+}
+
 AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   const aotc_conv_direct_args_ *a = (const aotc_conv_direct_args_ *)arg;
   const aotc_conv_geom *g = a->g;
@@ -225,6 +293,10 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   float bias = a->bias ? a->bias[co] : 0.0f;
   int64_t od = r0 / g->out[1], oh = r0 % g->out[1];
   float *yrow = a->y + channel * aotc_conv_volume_(g->out) + r0 * g->out[2];
+  if (a->small_plane) {   /* one task per channel: the whole plane */
+    aotc_conv_plane_3x3_(g, plane, wk, bias, yrow, a->act);
+    return;
+  }
   for (r = r0; r < r1; r++, yrow += g->out[2]) {
     aotc_conv_direct_row_(g, plane, wk, bias, yrow, od, oh, a->inner_lo, a->inner_hi);
     aotc_activation_apply(a->act, yrow, g->out[2]);
@@ -248,6 +320,8 @@ AOTC_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const fl
   a.y = y;
   /* about 8K outputs per task: enough to hide the dispatch, small enough to spread */
   a.rows_per_task = AOTC_MAX(1, AOTC_MIN(rows, 8192 / AOTC_MAX(g->out[2], 1)));
+  a.small_plane = aotc_conv_small_plane_(g);
+  if (a.small_plane) a.rows_per_task = rows;
   a.tasks_per_channel = (rows + a.rows_per_task - 1) / a.rows_per_task;
   aotc_conv_valid_range_(-g->pad[2], g->stride[2], g->in[2], g->out[2], &a.inner_lo, &unused);
   aotc_conv_valid_range_((g->kernel[2] - 1) * g->dilation[2] - g->pad[2], g->stride[2], g->in[2],
@@ -300,17 +374,27 @@ typedef struct {
   int64_t k, first, ncols, strips;
 } aotc_conv_im2col_args_;
 
-/* One kc x NR panel (K-block, strip) of the packed unfolded block: the GEMM's packed-B
- * layout (runtime_c/aotc_gemm.h), written directly so the GEMM skips its own packing. */
+#define AOTC_CONV_STRIP_GROUP 16   /* strips unfolded per call: 512 pixels per input run */
+
+/* Strips [16g, 16g + 16) of one K-block of the packed unfolded block: the GEMM's
+ * packed-B layout (runtime_c/aotc_gemm.h), written directly so the GEMM skips its own
+ * packing. Each row k is unfolded once for the whole group of strips (long runs, few
+ * index divisions), then dealt into the strips' panels. */
 AOTC_FN void aotc_conv_im2col_panel_(void *arg, int64_t t) {
   const aotc_conv_im2col_args_ *a = (const aotc_conv_im2col_args_ *)arg;
-  int64_t pc = t / a->strips * AOTC_SGEMM_KC, s = t % a->strips;
-  int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, a->k - pc), i, j;
-  int64_t c0 = s * AOTC_SGEMM_NR, c1 = AOTC_MIN(c0 + AOTC_SGEMM_NR, a->ncols);
-  float *dst = a->packed + pc * a->strips * AOTC_SGEMM_NR + s * kc * AOTC_SGEMM_NR;
-  for (i = 0; i < kc; i++, dst += AOTC_SGEMM_NR) {
-    aotc_conv_unfold_(a->g, a->x, pc + i, a->first + c0, a->first + c1, dst);
-    for (j = c1 - c0; j < AOTC_SGEMM_NR; j++) dst[j] = 0.0f;
+  float row[AOTC_CONV_STRIP_GROUP * AOTC_SGEMM_NR] AOTC_ALIGNED(64);
+  int64_t groups = (a->strips + AOTC_CONV_STRIP_GROUP - 1) / AOTC_CONV_STRIP_GROUP;
+  int64_t pc = t / groups * AOTC_SGEMM_KC, s0 = t % groups * AOTC_CONV_STRIP_GROUP;
+  int64_t s1 = AOTC_MIN(s0 + AOTC_CONV_STRIP_GROUP, a->strips);
+  int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, a->k - pc), i, j, s;
+  int64_t c0 = s0 * AOTC_SGEMM_NR, c1 = AOTC_MIN(s1 * AOTC_SGEMM_NR, a->ncols);
+  float *block = a->packed + pc * a->strips * AOTC_SGEMM_NR;
+  for (j = c1 - c0; j < (s1 - s0) * AOTC_SGEMM_NR; j++) row[j] = 0.0f;   /* ragged: +0 */
+  for (i = 0; i < kc; i++) {
+    aotc_conv_unfold_(a->g, a->x, pc + i, a->first + c0, a->first + c1, row);
+    for (s = s0; s < s1; s++)
+      memcpy(block + (s * kc + i) * AOTC_SGEMM_NR, row + (s - s0) * AOTC_SGEMM_NR,
+             AOTC_SGEMM_NR * sizeof(float));
   }
 }
 
@@ -339,13 +423,142 @@ AOTC_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t 
         a.ncols = AOTC_MIN(block_cols, out_px - a.first);
         a.strips = (a.ncols + AOTC_SGEMM_NR - 1) / AOTC_SGEMM_NR;
         a.x = x + (n * cin + grp * g->cin_g) * in_px;
-        aotc_parallel_for(pool, (a.k + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC * a.strips,
+        aotc_parallel_for(pool, (a.k + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC *
+                                    ((a.strips + AOTC_CONV_STRIP_GROUP - 1) / AOTC_CONV_STRIP_GROUP),
                           aotc_conv_im2col_panel_, &a);
         aotc_sgemm_packed_act(pool, g->cout_g, a.ncols, a.k, w + grp * g->cout_g * a.k, a.k, 0,
                               a.packed, y + (n * cout + grp * g->cout_g) * out_px + a.first,
                               out_px, bias ? bias + grp * g->cout_g : NULL, NULL, act,
                               gemm_scratch);
       }
+}
+
+/* ---- pixels as rows: Y^T = unfold(X)^T W^T, the weights as the GEMM's B ---------- */
+
+/* For convs whose weights outweigh their output pixels (the deep layers), the product
+ * runs the other way round: rows are output pixels, columns output channels, so the
+ * weights are the GEMM's B operand and come packed from compile time (or, for run-time
+ * weights, W [Cout_g, K] is B stored transposed). Pixels are cut into tiles; a tile's
+ * unfolded input is [K, tile] (the GEMM's A, read transposed; a 1x1 stride-1 unpadded
+ * conv reads X itself), its product [tile, Cout_g] lands in scratch with bias and
+ * activation applied, and is stored transposed into Y (NCHW), adding the residual
+ * first when there is one (then the activation runs at the store, after the add). */
+
+typedef struct {
+  const aotc_conv_geom *g;
+  const float *x;          /* first input channel of this image and group */
+  float *unfold;           /* [K, cols] */
+  int64_t first, cols, rows_per_task, k;
+} aotc_conv_unfold_args_;
+
+AOTC_FN void aotc_conv_unfold_task_(void *arg, int64_t t) {
+  const aotc_conv_unfold_args_ *a = (const aotc_conv_unfold_args_ *)arg;
+  int64_t r0 = t * a->rows_per_task, r1 = AOTC_MIN(r0 + a->rows_per_task, a->k), r;
+  for (r = r0; r < r1; r++)
+    aotc_conv_unfold_(a->g, a->x, r, a->first, a->first + a->cols, a->unfold + r * a->cols);
+}
+
+typedef struct {
+  const float *c;          /* [cols, channels], row stride channels */
+  const float *residual;   /* NULL, or laid out as y */
+  const aotc_activation *act;   /* applied here only with a residual */
+  float *y;                /* channel 0, pixel 0 of the tile; channel stride pixels */
+  int64_t cols, channels, pixels;
+} aotc_conv_store_args_;
+
+#define AOTC_CONV_STORE_BLOCK 16   /* channels per task and pixels per inner block */
+
+/* Channels [16t, 16t + 16) of the tile, transposed through 16 x 16 blocks in L1. */
+AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
+  const aotc_conv_store_args_ *a = (const aotc_conv_store_args_ *)arg;
+  int64_t c0 = t * AOTC_CONV_STORE_BLOCK, c1 = AOTC_MIN(c0 + AOTC_CONV_STORE_BLOCK, a->channels);
+  int64_t i0, i, c;
+  for (i0 = 0; i0 < a->cols; i0 += AOTC_CONV_STORE_BLOCK) {
+    int64_t i1 = AOTC_MIN(i0 + AOTC_CONV_STORE_BLOCK, a->cols);
+    for (c = c0; c < c1; c++) {
+      const float *src = a->c + c;
+      float *dst = a->y + c * a->pixels;
+      for (i = i0; i < i1; i++) dst[i] = src[i * a->channels];
+      if (a->residual) {
+        const float *r = a->residual + c * a->pixels;
+        for (i = i0; i < i1; i++) dst[i] = AOTC_SGEMM_CANON_(dst[i] + r[i]);
+        aotc_activation_apply(a->act, dst + i0, i1 - i0);
+      }
+    }
+  }
+}
+
+/* 1x1, stride 1, unpadded: X itself is the (transposed) A operand. */
+AOTC_FN int aotc_conv_rows_reads_x_(const aotc_conv_geom *g) {
+  int d;
+  for (d = 0; d < 3; d++)
+    if (g->kernel[d] != 1 || g->stride[d] != 1 || g->pad[d] != 0 || g->in[d] != g->out[d]) return 0;
+  return 1;
+}
+
+AOTC_FN size_t aotc_conv_round64_(size_t n) { return (n + 63u) / 64u * 64u; }
+
+/* Scratch, in order: the product tile [tile, Cout_g]; the unfolded tile [K, tile]
+ * (none when X is read itself); the GEMM's own scratch
+ * (aotc_sgemm_packed_scratch_bytes(tile, Cout_g, K), or aotc_sgemm_scratch_bytes for
+ * run-time weights); each 64-byte aligned. `w_packed`: w is W^T [K, Cout_g] per group
+ * in the packed-B layout (aotc_sgemm_packed_b_floats apart); otherwise w is the ONNX
+ * weight tensor. `residual`: NULL, or a tensor shaped as y added before `act`. */
+AOTC_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int64_t tile,
+                            const float *x, const float *w, int w_packed, const float *bias,
+                            const float *residual, float *y, const aotc_activation *act,
+                            unsigned char *scratch) {
+  int64_t in_px = aotc_conv_volume_(g->in), out_px = aotc_conv_volume_(g->out);
+  int64_t k = g->cin_g * aotc_conv_volume_(g->kernel);
+  int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group, n, grp;
+  int reads_x = aotc_conv_rows_reads_x_(g);
+  float *ctile = (float *)(void *)scratch;
+  size_t ctile_bytes = aotc_conv_round64_((size_t)(tile * g->cout_g) * sizeof(float));
+  float *unfold = (float *)(void *)(scratch + ctile_bytes);
+  unsigned char *gemm_scratch =
+      scratch + ctile_bytes + (reads_x ? 0 : aotc_conv_round64_((size_t)(k * tile) * sizeof(float)));
+  aotc_conv_unfold_args_ u;
+  aotc_conv_store_args_ s;
+  u.g = g;
+  u.k = k;
+  u.rows_per_task = AOTC_MAX(1, 16384 / tile);   /* about 64 KiB of unfolded rows */
+  s.c = ctile;
+  s.channels = g->cout_g;
+  s.pixels = out_px;
+  s.act = act;
+  for (n = 0; n < g->batch; n++)
+    for (grp = 0; grp < g->group; grp++) {
+      const float *xg = x + (n * cin + grp * g->cin_g) * in_px;
+      const float *bg = bias ? bias + grp * g->cout_g : NULL;
+      int64_t yoff = (n * cout + grp * g->cout_g) * out_px, first;
+      for (first = 0; first < out_px; first += tile) {
+        int64_t cols = AOTC_MIN(tile, out_px - first);
+        const float *a = xg + first;
+        int64_t lda = in_px;
+        if (!reads_x) {
+          u.x = xg;
+          u.unfold = unfold;
+          u.first = first;
+          u.cols = cols;
+          aotc_parallel_for(pool, (k + u.rows_per_task - 1) / u.rows_per_task,
+                            aotc_conv_unfold_task_, &u);
+          a = unfold;
+          lda = cols;
+        }
+        if (w_packed)
+          aotc_sgemm_packed_act(pool, cols, g->cout_g, k, a, lda, 1,
+                                w + grp * aotc_sgemm_packed_b_floats(g->cout_g, k), ctile,
+                                g->cout_g, NULL, bg, residual ? NULL : act, gemm_scratch);
+        else
+          aotc_sgemm_act(pool, cols, g->cout_g, k, a, lda, 1, w + grp * g->cout_g * k, k, 1,
+                         ctile, g->cout_g, NULL, bg, residual ? NULL : act, gemm_scratch);
+        s.cols = cols;
+        s.y = y + yoff + first;
+        s.residual = residual ? residual + yoff + first : NULL;
+        aotc_parallel_for(pool, (g->cout_g + AOTC_CONV_STORE_BLOCK - 1) / AOTC_CONV_STORE_BLOCK,
+                          aotc_conv_store_task_, &s);
+      }
+    }
 }
 
 #endif

@@ -88,12 +88,16 @@ AOTC_FN void aotc_pooling_row_(const aotc_pooling_geom *g, int is_max,
         } else if (is_max) {
           if (sw == 1) {
             for (ow = lo; ow < hi; ow++) yrow[ow] = AOTC_MAX(src[ow + offset], yrow[ow]);
+          } else if (sw == 2) {   /* a literal stride: even/odd shuffles, no gathers */
+            for (ow = lo; ow < hi; ow++) yrow[ow] = AOTC_MAX(src[2 * ow + offset], yrow[ow]);
           } else {
             for (ow = lo; ow < hi; ow++) yrow[ow] = AOTC_MAX(src[ow * sw + offset], yrow[ow]);
           }
         } else {
           if (sw == 1) {
             for (ow = lo; ow < hi; ow++) yrow[ow] += src[ow + offset];
+          } else if (sw == 2) {
+            for (ow = lo; ow < hi; ow++) yrow[ow] += src[2 * ow + offset];
           } else {
             for (ow = lo; ow < hi; ow++) yrow[ow] += src[ow * sw + offset];
           }
@@ -105,6 +109,53 @@ AOTC_FN void aotc_pooling_row_(const aotc_pooling_geom *g, int is_max,
     int64_t dh = aotc_pooling_count_(g, 0, od) * aotc_pooling_count_(g, 1, oh);
     for (ow = 0; ow < ow_n; ow++) yrow[ow] /= (float)(dh * aotc_pooling_count_(g, 2, ow));
   }
+}
+
+/* The widest padded row the separable max keeps on the stack. */
+#define AOTC_POOLING_ROW_MAX 4096
+
+/* Max is separable: one output row (plane, od, oh) as the max over the window's input
+ * rows, column by column (contiguous, vectorized), then over each window's columns of
+ * that row, padded with -FLT_MAX. NaN is skipped and ties keep the value first seen,
+ * as in the tap-by-tap loop. Needs the padded span `width` <= AOTC_POOLING_ROW_MAX. */
+AOTC_FN void aotc_pooling_max_row_separable_(const aotc_pooling_geom *g,
+                                             const float *AOTC_RESTRICT plane,
+                                             float *AOTC_RESTRICT yrow, int64_t od, int64_t oh,
+                                             int64_t width) {
+  float buf[AOTC_POOLING_ROW_MAX] AOTC_ALIGNED(64);
+  const int64_t pw = g->pad[2], in_w = g->in[2], ow_n = g->out[2], sw = g->stride[2];
+  const int64_t dw = g->dilation[2], kw = g->kernel[2];
+  float *v = buf + pw;   /* v[iw] for iw in [-pw, width - pw) */
+  int64_t kz, ky, i, ow, kx;
+  for (i = 0; i < width; i++) buf[i] = -FLT_MAX;
+  for (kz = 0; kz < g->kernel[0]; kz++) {
+    int64_t iz = od * g->stride[0] - g->pad[0] + kz * g->dilation[0];
+    if (iz < 0 || iz >= g->in[0]) continue;
+    for (ky = 0; ky < g->kernel[1]; ky++) {
+      int64_t iy = oh * g->stride[1] - g->pad[1] + ky * g->dilation[1];
+      const float *src;
+      if (iy < 0 || iy >= g->in[1]) continue;
+      src = plane + (iz * g->in[1] + iy) * in_w;
+      for (i = 0; i < in_w; i++) v[i] = AOTC_MAX(src[i], v[i]);
+    }
+  }
+  if (sw == 2 && dw == 1 && kw == 3) {
+    for (ow = 0; ow < ow_n; ow++) {
+      float m = buf[2 * ow];
+      m = AOTC_MAX(buf[2 * ow + 1], m);
+      yrow[ow] = AOTC_MAX(buf[2 * ow + 2], m);
+    }
+    return;
+  }
+  for (ow = 0; ow < ow_n; ow++) yrow[ow] = -FLT_MAX;
+  for (kx = 0; kx < kw; kx++)
+    for (ow = 0; ow < ow_n; ow++) yrow[ow] = AOTC_MAX(buf[ow * sw + kx * dw], yrow[ow]);
+}
+
+/* The padded row span the separable max reads: through the last window's last tap. */
+AOTC_FN int64_t aotc_pooling_span_(const aotc_pooling_geom *g) {
+  int64_t last = (g->out[2] - 1) * g->stride[2] + (g->kernel[2] - 1) * g->dilation[2] + 1;
+  return AOTC_MAX(last, g->pad[2] + g->in[2]);
 }
 
 typedef struct {
@@ -123,6 +174,14 @@ AOTC_FN void aotc_pooling_task_(void *arg, int64_t task) {
   int64_t r0 = (task % a->tasks_per_plane) * a->rows_per_task;
   int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows), r;
   int64_t in_vol = aotc_pooling_volume_(g->in), out_vol = aotc_pooling_volume_(g->out);
+  int64_t span = aotc_pooling_span_(g);
+  if (a->is_max && !a->indices && span <= AOTC_POOLING_ROW_MAX) {
+    for (r = r0; r < r1; r++)
+      aotc_pooling_max_row_separable_(g, a->x + plane * in_vol,
+                                      a->y + plane * out_vol + r * g->out[2], r / g->out[1],
+                                      r % g->out[1], span);
+    return;
+  }
   for (r = r0; r < r1; r++) {
     int64_t yoff = plane * out_vol + r * g->out[2];
     aotc_pooling_row_(g, a->is_max, a->x + plane * in_vol, a->y + yoff,

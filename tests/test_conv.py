@@ -1,5 +1,6 @@
 """Conv against onnxruntime: 1-D, 2-D and 3-D, groups, strides, dilations, pads and
-auto_pad, bias, and the three kernels (pointwise GEMM, direct depthwise, im2col)."""
+auto_pad, bias, and the four kernels (pointwise GEMM, direct depthwise, im2col, and
+"rows": output pixels as GEMM rows against compile-time packed weights)."""
 import subprocess
 
 import numpy as np
@@ -52,7 +53,7 @@ def kernel_used(tmp_path, model):
     """Which conv kernel the generated C calls (exactly one conv node in the model)."""
     sess = aotc.compile(model, out_dir=tmp_path, name="convk")
     code = (tmp_path / "convk.c").read_text()
-    kinds = [k for k in ("pointwise", "direct", "im2col") if f"aotc_conv_{k}(" in code]
+    kinds = [k for k in ("pointwise", "direct", "im2col", "rows") if f"aotc_conv_{k}(" in code]
     assert len(kinds) == 1, kinds
     return kinds[0], sess
 
@@ -171,20 +172,43 @@ def test_weights_as_run_time_input():
         assert_matches_ort(model, feeds, rtol=RTOL, atol=ATOL)
 
 
+# ---- the rows kernel (deep layers: few pixels, many weights) ---------------------------
+
+def test_rows_kernel_pointwise_strided_grouped_and_batched():
+    check_many((2, 64, 6, 7), [((40, 64, 1, 1), True, {}),                       # reads X itself
+                               ((20, 32, 3, 3), True, {"group": 2, "pads": [1, 1, 1, 1]}),
+                               ((24, 64, 3, 3), False, {"strides": [2, 2], "pads": [0, 1, 1, 0]}),
+                               ((16, 64, 1, 1), True, {"strides": [2, 2]})])
+
+
+def test_rows_kernel_cut_into_ragged_pixel_tiles():
+    # K = 256 * 9 per pixel: the 28x28 output is cut into tiles, the last one ragged
+    check((1, 256, 28, 28), (16, 256, 3, 3), pads=[1, 1, 1, 1])
+
+
+def test_rows_kernel_with_run_time_weights():
+    model = conv_model((2, 40, 5, 4), (8, 40, 3, 3), weight_input=True, pads=[1, 1, 1, 1])
+    feeds = {"x": random((2, 40, 5, 4)), "w": random((8, 40, 3, 3), seed=7)}
+    assert_matches_ort(model, feeds, rtol=RTOL, atol=ATOL)
+
+
 # ---- kernel choice, threads, sanitizers ---------------------------------------------
 
-@pytest.mark.parametrize("w_shape, attrs, kind", [
-    ((8, 6, 1, 1), {}, "pointwise"),
-    ((8, 6, 1, 1), {"strides": [2, 2]}, "im2col"),
-    ((8, 6, 1, 1), {"pads": [0, 0, 1, 0]}, "im2col"),
-    ((6, 1, 3, 3), {"group": 6}, "direct"),
-    ((8, 6, 3, 3), {}, "im2col"),
+@pytest.mark.parametrize("x_shape, w_shape, attrs, kind", [
+    ((1, 6, 9, 9), (8, 6, 1, 1), {}, "pointwise"),
+    ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "im2col"),
+    ((1, 6, 9, 9), (8, 6, 1, 1), {"pads": [0, 0, 1, 0]}, "im2col"),
+    ((1, 6, 9, 9), (6, 1, 3, 3), {"group": 6}, "direct"),
+    ((1, 6, 9, 9), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}, "im2col"),
+    # more weights per output channel (K) than output pixels: pixels become the rows
+    ((1, 6, 9, 9), (8, 6, 5, 5), {"strides": [2, 2]}, "rows"),
+    ((1, 48, 5, 7), (8, 48, 1, 1), {}, "rows"),
 ])
-def test_kernel_choice(tmp_path, w_shape, attrs, kind):
-    model = conv_model((1, 6, 9, 9), w_shape, **attrs)
+def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):
+    model = conv_model(x_shape, w_shape, **attrs)
     used, sess = kernel_used(tmp_path, model)
     assert used == kind
-    x = random((1, 6, 9, 9))
+    x = random(x_shape)
     want = run_ort(model, {"x": x})["y"]
     assert relative_error(sess.run({"x": x})["y"], want) < 1e-5
 
@@ -193,6 +217,7 @@ def test_kernel_choice(tmp_path, w_shape, attrs, kind):
     ((2, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
     ((2, 32, 56, 56), (64, 32, 1, 1), {}),
     ((2, 32, 57, 57), (32, 1, 3, 3), {"group": 32, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((1, 256, 14, 14), (72, 256, 3, 3), {"pads": [1, 1, 1, 1]}),      # rows kernel
 ])
 def test_bit_identical_across_thread_counts(x_shape, w_shape, attrs):
     model = conv_model(x_shape, w_shape, **attrs)
@@ -207,9 +232,13 @@ def test_bit_identical_across_thread_counts(x_shape, w_shape, attrs):
 def test_runs_clean_under_sanitizers_and_warnings(tmp_path):
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 0, 2, 1], strides=[2, 1]),
              helper.make_node("Conv", ["a", "w2", "b2"], ["d"], group=4, pads=[1, 1, 1, 1]),
-             helper.make_node("Conv", ["d", "w3", "b3"], ["y"])]
+             helper.make_node("Conv", ["d", "w3", "b3"], ["p"]),
+             helper.make_node("Conv", ["p", "w4"], ["z"], pads=[1, 1, 1, 1], strides=[2, 2]),  # rows
+             helper.make_node("MaxPool", ["z"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 1, 1])]
     inits = {"w1": random((4, 3, 3, 3), seed=1), "w2": random((4, 1, 3, 3), seed=2),
-             "b2": random((4,), seed=3), "w3": random((5, 4, 1, 1), seed=4), "b3": random((5,), seed=5)}
+             "b2": random((4,), seed=3), "w3": random((5, 4, 1, 1), seed=4), "b3": random((5,), seed=5),
+             "w4": random((6, 5, 5, 5), seed=6)}
     model = make_model(nodes, [("x", np.float32, (2, 3, 13, 11))], [("y", np.float32, None)], inits)
     sess = aotc.compile(model, out_dir=tmp_path, name="convsan")
     assert run_sanitized(tmp_path, sess.name).split()[0] == "y"
@@ -238,3 +267,64 @@ def test_float64_is_refused_clearly():
                        [("y", np.float64, None)], {"w": np.ones((1, 2, 3, 3))})
     with pytest.raises(aotc.errors.Unsupported, match="float32"):
         aotc.compile(model)
+
+
+# ---- the conv-pad-fold pass ---------------------------------------------------------
+
+def test_conv_pad_fold_folds_only_zero_spatial_constant_pads():
+    """Pad -> Conv (exported MobileNets): zero constant pads on the spatial dims move
+    into the Conv; padding with a value, on channels, or reflecting stays a Pad."""
+    from aotc.onnx_export import export_graph
+    from aotc.onnx_import import import_model
+    from aotc.passes import PassContext, conv_pad_fold
+
+    def pads(*v):
+        return np.array(v, np.int64)
+    cases = [("fold", pads(0, 0, 1, 2, 0, 0, 2, 1), None, "constant", [1, 0, 0, 1]),
+             ("value", pads(0, 0, 1, 1, 0, 0, 1, 1), 0.5, "constant", [0, 0, 0, 0]),
+             ("channels", pads(0, 1, 1, 1, 0, 0, 1, 1), None, "constant", [0, 0, 0, 0]),
+             ("reflect", pads(0, 0, 1, 1, 0, 0, 1, 1), None, "reflect", [0, 0, 0, 0])]
+    nodes, inits, outputs = [], {}, []
+    for tag, p, value, mode, conv_pads in cases:
+        inits[f"p_{tag}"] = p
+        pad_inputs = ["x", f"p_{tag}"]
+        if value is not None:
+            inits[f"v_{tag}"] = np.array(value, np.float32)
+            pad_inputs.append(f"v_{tag}")
+        inits[f"w_{tag}"] = random((4, 3 if tag != "channels" else 4, 3, 3), seed=3, low=-0.5, high=0.5)
+        nodes += [helper.make_node("Pad", pad_inputs, [f"xp_{tag}"], mode=mode),
+                  helper.make_node("Conv", [f"xp_{tag}", f"w_{tag}"], [f"y_{tag}"], pads=conv_pads)]
+        outputs.append((f"y_{tag}", np.float32, None))
+    model = make_model(nodes, [("x", np.float32, (1, 3, 7, 6))], outputs, inits)
+    graph = import_model(model)
+    assert conv_pad_fold.run(graph, PassContext("fast")) == 1
+    assert sum(n.op_type == "Pad" for n in graph.nodes) == 3
+    feeds = {"x": random((1, 3, 7, 6))}
+    want, got = run_ort(model, feeds), run_ort(export_graph(graph), feeds)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-5)
+
+
+def test_fused_conv_with_residual_matches_conv_add_relu():
+    """FusedConv(X, W, B, R) with a Relu is Relu(Conv(X, W, B) + R), on the rows kernel."""
+    x_shape, w_shape = (2, 64, 6, 5), (24, 64, 3, 3)
+    inits = {"w": random(w_shape, seed=1, low=-0.5, high=0.5), "b": random((24,), seed=2)}
+    graph_inputs = [("x", np.float32, x_shape), ("r", np.float32, (2, 24, 6, 5))]
+    fused = make_model([helper.make_node("FusedConv", ["x", "w", "b", "r"], ["y"], domain="ai.aotc",
+                                         pads=[1, 1, 1, 1], activation="Relu")],
+                       graph_inputs, [("y", np.float32, None)], inits)
+    fused.opset_import.append(helper.make_opsetid("ai.aotc", 1))
+    plain = make_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                        helper.make_node("Add", ["c", "r"], ["s"]),
+                        helper.make_node("Relu", ["s"], ["y"])],
+                       graph_inputs, [("y", np.float32, None)], inits)
+    feeds = {"x": random(x_shape), "r": random((2, 24, 6, 5), seed=5)}
+    for threads in (1, 2):
+        got = aotc.compile(fused, threads=threads).run(feeds)["y"]
+        np.testing.assert_allclose(got, run_ort(plain, feeds)["y"], rtol=RTOL, atol=ATOL)
+    bad = make_model([helper.make_node("FusedConv", ["x", "w", "b", "r"], ["y"], domain="ai.aotc")],
+                     [("x", np.float32, x_shape), ("r", np.float32, (1, 24, 1, 1))],
+                     [("y", np.float32, None)], inits)
+    bad.opset_import.append(helper.make_opsetid("ai.aotc", 1))
+    with pytest.raises(aotc.errors.Unsupported, match="residual"):
+        aotc.compile(bad)

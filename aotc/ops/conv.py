@@ -1,12 +1,17 @@
 """Conv: fp32, NCHW, 1 to 3 spatial dims, any group, strides, pads, auto_pad, dilations.
 
-The kernel is chosen here by the shape (runtime_c/aotc_conv.h): a plain GEMM per image
-and group for 1x1 stride-1 unpadded convs, a direct kernel when every group has one
-input channel (depthwise), otherwise im2col by column blocks of bounded size, written
-straight into the GEMM's packed-B layout in the node's scratch, each block followed by
-one packed GEMM. The weight tensor is already the GEMM's A
-operand ([Cout_g, Cin_g * kernel volume] per group), so constant and run-time weights
-take the same path.
+The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
+- "direct" when every group has one input channel (depthwise);
+- "rows" when the weights outweigh the output pixels (K >= pixels: the deep layers):
+  output pixels are the GEMM's rows and W^T, packed here at compile time, its B; each
+  pixel tile is unfolded into scratch (1x1 stride-1 unpadded convs read X itself) and
+  its product stored transposed into the NCHW output;
+- otherwise channels are the rows and the weights the GEMM's A (packed per run, which
+  is cheap next to the pixels): a plain GEMM per image and group for 1x1 stride-1
+  unpadded convs ("pointwise"), else im2col by column blocks of bounded size written
+  straight into the GEMM's packed-B layout ("im2col").
+Every path sums over (input channel, kernel taps) in order, then adds the bias, then
+applies the activation, so the choice never changes the arithmetic's order.
 """
 from dataclasses import dataclass
 
@@ -17,6 +22,8 @@ from .base import OpDef, TensorType
 MAX_SPATIAL = 3
 IM2COL_BUDGET_BYTES = 2 << 20     # the unfolded block: about L2-sized
 BLOCK_COLUMN_MULTIPLE = 256       # a cut block is a whole number of GEMM column blocks
+ROW_TILE_MULTIPLE = 96            # a cut pixel tile is a whole number of GEMM row blocks
+ROWS_WEIGHT_RATIO = 1.0           # see ConvGeometry.rows_pay_off
 
 
 @dataclass(frozen=True)
@@ -42,13 +49,38 @@ class ConvGeometry:
     def out_pixels(self):
         return int(np.prod(self.out_dims))
 
-    def kind(self):
+    @property
+    def reads_x(self):
+        """1x1, stride 1, unpadded: the input itself is the GEMM operand."""
+        return (all(d == 1 for d in self.kernel) and all(s == 1 for s in self.strides)
+                and self.in_dims == self.out_dims and not any(self.pads_begin))
+
+    def kind(self, residual=False):
+        if residual:
+            return "rows"
         if self.cin_g == 1:
             return "direct"
-        if (all(d == 1 for d in self.kernel) and all(s == 1 for s in self.strides)
-                and self.in_dims == self.out_dims and not any(self.pads_begin)):
-            return "pointwise"
-        return "im2col"
+        if self.rows_pay_off():
+            return "rows"
+        return "pointwise" if self.reads_x else "im2col"
+
+    def rows_pay_off(self):
+        """Pixels as GEMM rows (weights packed at compile time, the output transposed
+        at the store) beat channels as rows (weights packed on every run) when the
+        weights outweigh the output pixels."""
+        return self.k * self.cout_g >= ROWS_WEIGHT_RATIO * self.out_pixels * self.cout_g
+
+    def row_tile(self):
+        """Output pixels per tile of the rows kernel: all when the unfolded tile and
+        the product tile fit the budget, else equal tiles of whole GEMM row blocks."""
+        per_pixel = 4 * (self.cout_g + (0 if self.reads_x else self.k))
+        fit = IM2COL_BUDGET_BYTES // per_pixel
+        if self.out_pixels <= fit:
+            return self.out_pixels
+        fit = max(ROW_TILE_MULTIPLE, fit // ROW_TILE_MULTIPLE * ROW_TILE_MULTIPLE)
+        tiles = -(-self.out_pixels // fit)
+        per_tile = -(-self.out_pixels // tiles)
+        return min(self.out_pixels, -(-per_tile // ROW_TILE_MULTIPLE) * ROW_TILE_MULTIPLE)
 
     def block_columns(self):
         """Output pixels per im2col block: everything when it fits the budget, else
@@ -114,7 +146,7 @@ def _pads_and_output(ctx, in_dims, kernel, strides, dilations):
 
 
 def _geometry(ctx):
-    ctx.require_inputs(2, 3)
+    ctx.require_inputs(2, 4 if ctx.node.domain == "ai.aotc" else 3)   # FusedConv: + residual
     ctx.require_dtype(0, (np.float32,))
     x, w = ctx.inputs[0], ctx.inputs[1]
     if w.dtype != x.dtype:
@@ -163,6 +195,11 @@ def _geometry(ctx):
 def infer(ctx):
     g = _geometry(ctx)
     shape = (g.batch, g.cout_g * g.group) + g.out_dims[MAX_SPATIAL - g.spatial:]
+    if _has_residual(ctx):
+        r = ctx.inputs[3]
+        if tuple(r.shape) != shape or np.dtype(r.dtype) != np.float32:
+            raise ctx.unsupported(f"the residual input ({r.dtype} {list(r.shape)}) must be "
+                                  f"float32 of the output's shape {list(shape)}")
     return [TensorType(np.dtype(np.float32), shape)]
 
 
@@ -170,12 +207,25 @@ def _align(n):
     return (n + 63) // 64 * 64
 
 
+def _weights_const(ctx):
+    return ctx.inputs[1].value is not None
+
+
+def _has_residual(ctx):
+    return len(ctx.inputs) > 3 and ctx.inputs[3] is not None
+
+
 def scratch(ctx):
     g = _geometry(ctx)
     if ctx.outputs and ctx.outputs[0].numel == 0:
         return 0
     from .matmul import NR, sgemm_packed_scratch_bytes, sgemm_scratch_bytes
-    kind = g.kind()
+    kind = g.kind(_has_residual(ctx))
+    if kind == "rows":
+        tile = g.row_tile()
+        gemm = sgemm_packed_scratch_bytes if _weights_const(ctx) else sgemm_scratch_bytes
+        return (_align(4 * tile * g.cout_g) + (0 if g.reads_x else _align(4 * g.k * tile))
+                + gemm(tile, g.cout_g, g.k))
     if kind == "pointwise":
         return sgemm_scratch_bytes(g.cout_g, g.out_pixels, g.cin_g)
     if kind == "im2col":
@@ -185,6 +235,14 @@ def scratch(ctx):
     return 0
 
 
+def pack_weights(g, w):
+    """W [Cout, Cin_g, kernel...] as W^T [K, Cout_g] per group, each in the GEMM's
+    packed-B layout, one group after another."""
+    from .matmul import pack_b
+    w = np.asarray(w, np.float32).reshape(g.group, g.cout_g, g.k)
+    return np.concatenate([pack_b(w[grp].T) for grp in range(g.group)])
+
+
 def emit_conv(ctx, act="NULL"):
     """The C of one conv, with `act` (an `const aotc_activation *` expression, or NULL)
     applied in the kernel's epilogue."""
@@ -192,7 +250,16 @@ def emit_conv(ctx, act="NULL"):
         return ""
     g = _geometry(ctx)
     bias = ctx.x(2) if ctx.has_input(2) else "NULL"
-    kind = g.kind()
+    residual = _has_residual(ctx)
+    kind = g.kind(residual)
+    if kind == "rows":
+        if _weights_const(ctx):
+            w, packed = ctx.const(pack_weights(g, ctx.inputs[1].value)), 1
+        else:
+            w, packed = ctx.x(1), 0
+        return (f"aotc_conv_rows({ctx.pool}, {g.c_literal()}, {g.row_tile()}, {ctx.x(0)}, {w}, "
+                f"{packed}, {bias}, {ctx.x(3) if residual else 'NULL'}, {ctx.y(0)}, {act}, "
+                f"{ctx.scratch});")
     if kind == "direct":
         return (f"aotc_conv_direct({ctx.pool}, {g.c_literal()}, {ctx.x(0)}, {ctx.x(1)}, {bias}, "
                 f"{ctx.y(0)}, {act});")

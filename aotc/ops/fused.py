@@ -2,7 +2,9 @@
 
     Linear(A, B, [bias]):  Y = act(A @ B + bias), A [..., K] (leading dims are rows),
                            B a constant float32 [K, N] packed here, bias [N];
-    FusedConv(X, W, [B]):  Y = act(Conv(X, W, B)), Conv's attributes and kernels.
+    FusedConv(X, W, [B], [R]):  Y = act(Conv(X, W, B) + R), Conv's attributes and
+                           kernels; R (a residual of Y's shape) is added at the store,
+                           before the activation.
 
 The activation comes from the attributes of aotc/passes/activation.py and runs in the
 product's tile epilogue (aotc_activation in runtime_c/aotc_gemm.h): bias first, one
