@@ -252,6 +252,7 @@ MODELS_DIR = os.environ.get("AOTC_MODELS_DIR", "")
 @pytest.mark.parametrize("name, expected", [
     ("bert_base", {"attention": 12, "gelu": 12}),
     ("resnet50_bn", {"conv-batchnorm-fold": 53, "conv-activation": 33}),
+    ("mobilenetv2", {"conv-pad-fold": 52}),
 ])
 def test_passes_fire_on_real_exports(name, expected):
     from aotc.onnx_import import import_model

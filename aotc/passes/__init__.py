@@ -6,7 +6,8 @@ minimum optimisation level and whether it preserves bits; in exact mode only the
 that preserve bits run. No pass sees input shapes (shape work belongs to the plan).
 After each pass, nodes nothing reads are removed.
 """
-from . import attention, constant_fold, conv_activation, conv_batchnorm_fold, gelu, layernorm, linear_pack_fuse
+from . import (attention, constant_fold, conv_activation, conv_batchnorm_fold, conv_pad_fold, gelu, layernorm,
+               linear_pack_fuse)
 from ..errors import AotcError, InvalidModel
 from .graph_tools import remove_unused
 
@@ -17,6 +18,9 @@ FUSED_DOMAIN = "ai.aotc"   # aotc's own operators, made by the passes
 # take the head of this table when they come.
 PASSES = [
     (constant_fold, "basic", True),
+    # not bit-preserving: a conv kernel may skip padded taps where the copy multiplied
+    # zeros (the same values, but -0 sums and 0 * inf weights could differ)
+    (conv_pad_fold, "all", False),
     (conv_batchnorm_fold, "all", False),
     (constant_fold, "basic", True),
     (layernorm, "all", False),
