@@ -99,9 +99,10 @@ _INTEGER_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32}
 
 
 def _inputs_behind(graph, value, input_names):
-    """The integer graph inputs `value` is computed from (itself, if it is one): axes,
-    shapes, pads and counts are integers; data is never frozen. Shape and Size end the
-    walk: their values follow from shapes, which the compile already fixes."""
+    """`value` itself when it is a graph input (the operator asked for exactly it: axes,
+    pads, Resize's scales ...), and the integer graph inputs it is computed from: shapes,
+    pads and counts are integers, so data never folds away into constants. Shape and
+    Size end the walk: their values follow from shapes, which the compile fixes."""
     integer_inputs = {vi.name for vi in graph.input if vi.type.tensor_type.elem_type in _INTEGER_TYPES}
     producers = {out: node for node in graph.node for out in node.output}
     found, stack, seen = [], [value], set()
@@ -110,7 +111,7 @@ def _inputs_behind(graph, value, input_names):
         if name in seen:
             continue
         seen.add(name)
-        if name in input_names and name in integer_inputs:
+        if name in input_names and (name == value or name in integer_inputs):
             found.append(name)
         node = producers.get(name)
         if node is not None and node.op_type not in ("Shape", "Size"):
