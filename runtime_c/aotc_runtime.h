@@ -20,6 +20,7 @@
 #include "aotc_sort.h"
 #include "aotc_linalg.h"
 #include "aotc_attention.h"
+#include "aotc_transformer.h"
 #include "aotc_losses.h"
 #include "aotc_resize.h"
 #include "aotc_sampling.h"

@@ -120,15 +120,29 @@ def _infer(ctx):
     return [TensorType(ctx.inputs[0].dtype, layout.y)]
 
 
-def _scratch(ctx):
-    layout = _Layout(ctx)
-    b, h, sq, _, d, dv = layout.dims
+def fused_scratch(dims):
+    """Scratch bytes of aotc_attention_f32 for dims [b, h, sq, sk, d, dv]."""
+    b, h, sq, _, d, dv = dims
     if sq == 0:
         return 0
     rows = _block_rows(sq)
     per_task = rows * (dv + 2 + d) + d * KEY_TILE
     per_task = -(-per_task // 16) * 16          # aotc_attention_task_floats_
     return b * h * -(-sq // rows) * per_task * 4
+
+
+def fused_call(pool, pointers, scratch, dims, operand_strides, mask_strides, y_strides, scale):
+    """The aotc_attention_f32 call. pointers: q, kt, v, mask (or NULL), y; the strides are
+    those of the kernel's logical [b, h, ...] dims of Q, Kt, V, the mask and the output."""
+    q, k, v, mask, y = pointers
+    args = [pool, q, k, v, mask, y, scratch, c_ints(dims)]
+    args += [c_ints(s) for s in operand_strides] + [c_ints(mask_strides), c_ints(y_strides),
+                                                    c_float(scale), str(_block_rows(dims[2]))]
+    return f"aotc_attention_f32({', '.join(args)});"
+
+
+def _scratch(ctx):
+    return fused_scratch(_Layout(ctx).dims)
 
 
 def _emit(ctx):
@@ -141,11 +155,9 @@ def _emit(ctx):
                 ((0, layout.q_perm, layout.q), (1, layout.k_perm, layout.k), (2, layout.v_perm, layout.v))]
     mask = ctx.x(3) if layout.mask is not None else "NULL"
     mask_strides = _mask_strides(layout.mask) if layout.mask is not None else []
-    scale = float(ctx.attr("scale", 1.0))
-    args = [ctx.pool, ctx.x(0), ctx.x(1), ctx.x(2), mask, ctx.y(0), ctx.scratch, c_ints(layout.dims)]
-    args += [c_ints(s) for s in operands] + [c_ints(mask_strides), c_ints(_output_strides(layout)),
-                                             c_float(scale), str(_block_rows(layout.sq))]
-    return f"aotc_attention_f32({', '.join(args)});"
+    return fused_call(ctx.pool, (ctx.x(0), ctx.x(1), ctx.x(2), mask, ctx.y(0)), ctx.scratch,
+                      layout.dims, operands, mask_strides, _output_strides(layout),
+                      float(ctx.attr("scale", 1.0)))
 
 
 def _evaluate(ctx, arrays):

@@ -8,7 +8,9 @@ import dataclasses
 
 import numpy as np
 
-from .base import OpDef, TensorType, c_float
+from .. import dtypes
+from .base import OpDef, TensorType, c_double, c_float
+from .norms_extra import norm_set
 
 FLOAT = (np.float32,)
 
@@ -39,14 +41,27 @@ def _bn_layout(ctx):
     return x.shape[0], x.shape[1], _prod(x.shape[2:])
 
 
+def _bn_training(ctx):
+    """True for the training form (opset 14 on): batch statistics, running ones out."""
+    return ctx.opset >= 14 and bool(ctx.attr("training_mode", 0))
+
+
 def _bn_infer(ctx):
     ctx.require_inputs(5)
-    _require_floats(ctx, range(5))
-    if ctx.attr("training_mode", 0):
-        raise ctx.unsupported("BatchNormalization with training_mode=1 (inference only)")
-    if len([o for o in ctx.node.outputs if o]) > 1:
-        raise ctx.unsupported("BatchNormalization with running-statistics outputs "
-                              "(inference form, one output, only)")
+    training = _bn_training(ctx)
+    if training:
+        ctx.require_dtype(0, dtypes.FLOATS)
+        for i in range(1, 5):
+            if np.dtype(ctx.inputs[i].dtype) != np.dtype(ctx.inputs[0].dtype):
+                raise ctx.unsupported("BatchNormalization in training with statistics of "
+                                      "another type than the input")
+    else:
+        _require_floats(ctx, range(5))
+        if ctx.attr("training_mode", 0):
+            raise ctx.unsupported("BatchNormalization with training_mode=1 before opset 14")
+        if len([o for o in ctx.node.outputs if o]) > 1:
+            raise ctx.unsupported("BatchNormalization with running-statistics outputs "
+                                  "outside training mode")
     x = ctx.inputs[0]
     if x.rank < 2:
         raise ctx.fail(f"input of shape {list(x.shape)} has no channel dim")
@@ -55,7 +70,20 @@ def _bn_infer(ctx):
         if ctx.inputs[i].numel != channels:
             raise ctx.fail(f"{what} has shape {list(ctx.inputs[i].shape)}, expected "
                            f"{channels} values (one per channel)")
-    return [TensorType(x.dtype, x.shape)]
+    stats = TensorType(ctx.inputs[3].dtype, ctx.inputs[3].shape)
+    return [TensorType(x.dtype, x.shape)] + ([stats, stats] if training else [])
+
+
+def _bn_training_emit(ctx):
+    """y from the batch's mean and variance; running statistics blended by momentum."""
+    shape = ctx.inputs[0].shape
+    st = [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+    reduced = [(shape[0], st[0], 0)] + [(shape[k], st[k], 0) for k in range(2, len(shape))]
+    extra = {"mean_in": ctx.x(3), "var_in": ctx.x(4),
+             "mean_out": _output_pointer(ctx, 1), "var_out": _output_pointer(ctx, 2),
+             "momentum": c_double(np.float32(ctx.attr("momentum", 0.9)))}
+    return norm_set(ctx, "MEANVAR", [(shape[1], st[1], 1)], reduced, scale=1, bias=2,
+                    eps=ctx.attr("epsilon", 1e-5), extra=extra)
 
 
 def _bn_coefficients(scale, bias, mean, var, eps):
@@ -67,6 +95,8 @@ def _bn_coefficients(scale, bias, mean, var, eps):
 
 
 def _bn_emit(ctx):
+    if _bn_training(ctx):
+        return _bn_training_emit(ctx)
     if ctx.outputs[0].numel == 0:
         return ""
     outer, channels, inner = _bn_layout(ctx)
@@ -84,17 +114,31 @@ def _bn_emit(ctx):
 
 
 def _bn_scratch(ctx):
-    if all(ctx.inputs[i].value is not None for i in range(1, 5)):
+    if _bn_training(ctx) or all(ctx.inputs[i].value is not None for i in range(1, 5)):
         return 0
     return 2 * 4 * _bn_layout(ctx)[1]
 
 
 def _bn_evaluate(ctx, arrays):
     x = arrays[0]
+    if _bn_training(ctx):
+        return _bn_training_evaluate(ctx, *arrays[:5])
     outer, channels, inner = _bn_layout(ctx)
     a, b = _bn_coefficients(*arrays[1:5], ctx.attr("epsilon", 1e-5))
     y = x.reshape(outer, channels, inner) * a[:, None] + b[:, None]
     return [y.reshape(x.shape).astype(x.dtype)]
+
+
+def _bn_training_evaluate(ctx, x, scale, bias, mean, var):
+    axes = (0,) + tuple(range(2, x.ndim))
+    wide = x.astype(np.float64)
+    batch_mean, batch_var = wide.mean(axis=axes), wide.var(axis=axes)
+    channel = (-1,) + (1,) * (x.ndim - 2)
+    y = (wide - batch_mean.reshape(channel)) / np.sqrt(batch_var.reshape(channel) + ctx.attr("epsilon", 1e-5))
+    y = y * scale.astype(np.float64).reshape(channel) + bias.astype(np.float64).reshape(channel)
+    momentum = float(np.float32(ctx.attr("momentum", 0.9)))
+    return [y.astype(x.dtype), (mean * momentum + batch_mean * (1 - momentum)).astype(mean.dtype),
+            (var * momentum + batch_var * (1 - momentum)).astype(var.dtype)]
 
 
 # ---- Softmax, LogSoftmax -----------------------------------------------------------------
@@ -112,7 +156,9 @@ def _softmax_layout(ctx):
 
 def _softmax_infer(ctx):
     ctx.require_inputs(1)
-    ctx.require_dtype(0, FLOAT)
+    dt = ctx.require_dtype(0, dtypes.FLOATS)
+    if ctx.mode == "exact" and dt != np.float32:
+        raise ctx.unsupported(f"{ctx.node.op_type} of {dtypes.name(dt)} in exact mode (float32 only)")
     _softmax_layout(ctx)
     x = ctx.inputs[0]
     return [TensorType(x.dtype, x.shape)]
@@ -123,13 +169,16 @@ def _softmax(log):
         if ctx.outputs[0].numel == 0:
             return ""
         outer, n, inner = _softmax_layout(ctx)
+        if np.dtype(ctx.inputs[0].dtype) != np.float32:     # the other types in double
+            dims = [(outer, n * inner, 0), (inner, 1, 0)]
+            return norm_set(ctx, "LOGSOFTMAX" if log else "SOFTMAX", dims, [(n, inner, 0)])
         return (f"aotc_softmax_f32({ctx.pool}, {ctx.x(0)}, {ctx.y(0)}, {outer}, {n}, {inner}, "
                 f"{int(log)});")
 
     def evaluate(ctx, arrays):
         x = arrays[0]
         outer, n, inner = _softmax_layout(ctx)
-        v = x.reshape(outer, n, inner)
+        v = x.reshape(outer, n, inner).astype(np.float64 if x.dtype == np.float64 else np.float32)
         shifted = v - v.max(axis=1, keepdims=True)
         s = np.exp(shifted).sum(axis=1, keepdims=True)
         y = shifted - np.log(s) if log else np.exp(shifted) / s
