@@ -30,6 +30,19 @@ AOTC_FN double aotc_quantize_value(double v, double zp, double lo, double hi) {
   return r < lo ? lo : (r > hi ? hi : r);
 }
 
+/* The statements after the layout once per element k__ of an (outer, d, inner) tensor,
+ * with q__ the index of that element's scale and zero point. */
+#define AOTC_QPARAM_FOR_EACH_(outer_, d_, inner_, block_, blocked_, ...)              \
+  do {                                                                               \
+    int64_t o__, a__, i__, k__ = 0;                                                  \
+    for (o__ = 0; o__ < (outer_); o__++)                                             \
+      for (a__ = 0; a__ < (d_); a__++)                                               \
+        for (i__ = 0; i__ < (inner_); i__++, k__++) {                                \
+          int64_t q__ = aotc_qparam_index(o__, a__, i__, (d_), (inner_), (block_), (blocked_)); \
+          __VA_ARGS__                                                                \
+        }                                                                            \
+  } while (0)
+
 /* y = EXPR for each element, where EXPR sees V = x / scale (in float, ONNX's float32
  * division) and Z = the zero point in its compute type (0 without one); the caller's
  * EXPR rounds and saturates for integer outputs, converts for the narrow floats. */
@@ -39,16 +52,11 @@ AOTC_FN double aotc_quantize_value(double v, double zp, double lo, double hi) {
     const TX *x__ = (x_);                                                            \
     const TS *s__ = (s_);                                                            \
     const TZ *zp__ = (zp_);                                                          \
-    int64_t o__, a__, i__, k__ = 0;                                                  \
-    for (o__ = 0; o__ < (outer_); o__++)                                             \
-      for (a__ = 0; a__ < (d_); a__++)                                               \
-        for (i__ = 0; i__ < (inner_); i__++, k__++) {                                \
-          int64_t q__ = aotc_qparam_index(o__, a__, i__, (d_), (inner_), (block_), (blocked_)); \
-          const float V = (float)AOTC_LD_##TX(x__[k__]) / (float)AOTC_LD_##TS(s__[q__]); \
-          const AOTC_CT_##TZ Z = zp__ ? AOTC_LD_##TZ(zp__[q__]) : (AOTC_CT_##TZ)0;   \
-          (void)Z;                                                                   \
-          y__[k__] = (EXPR);                                                         \
-        }                                                                            \
+    AOTC_QPARAM_FOR_EACH_(outer_, d_, inner_, block_, blocked_,                      \
+      const float V = (float)AOTC_LD_##TX(x__[k__]) / (float)AOTC_LD_##TS(s__[q__]);   \
+      const AOTC_CT_##TZ Z = zp__ ? AOTC_LD_##TZ(zp__[q__]) : (AOTC_CT_##TZ)0;         \
+      (void)Z;                                                                       \
+      y__[k__] = (EXPR););                                                           \
   } while (0)
 
 /* y = (x - zp) * scale, the difference in float (as ONNX's reference), rounded once. */
@@ -58,14 +66,9 @@ AOTC_FN double aotc_quantize_value(double v, double zp, double lo, double hi) {
     const TX *x__ = (x_);                                                            \
     const TS *s__ = (s_);                                                            \
     const TX *zp__ = (zp_);                                                          \
-    int64_t o__, a__, i__, k__ = 0;                                                  \
-    for (o__ = 0; o__ < (outer_); o__++)                                             \
-      for (a__ = 0; a__ < (d_); a__++)                                               \
-        for (i__ = 0; i__ < (inner_); i__++, k__++) {                                \
-          int64_t q__ = aotc_qparam_index(o__, a__, i__, (d_), (inner_), (block_), (blocked_)); \
-          float d__ = (float)AOTC_LD_##TX(x__[k__]) - (zp__ ? (float)AOTC_LD_##TX(zp__[q__]) : 0.0f); \
-          y__[k__] = AOTC_ST_##TY(d__ * (float)AOTC_LD_##TS(s__[q__]));              \
-        }                                                                            \
+    AOTC_QPARAM_FOR_EACH_(outer_, d_, inner_, block_, blocked_,                      \
+      float d__ = (float)AOTC_LD_##TX(x__[k__]) - (zp__ ? (float)AOTC_LD_##TX(zp__[q__]) : 0.0f); \
+      y__[k__] = AOTC_ST_##TY(d__ * (float)AOTC_LD_##TS(s__[q__])););               \
   } while (0)
 
 /* DynamicQuantizeLinear to uint8: the range [min(x, 0), max(x, 0)] onto [0, 255]. */

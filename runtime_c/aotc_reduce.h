@@ -256,13 +256,18 @@ AOTC_RED_FLOAT_DEFINE_(f64, double, double, AOTC_LOAD_ID_, fabs, sqrt, (double)A
 AOTC_RED_FLOAT_DEFINE_(f16, uint16_t, float, aotc_f16_to_f32, fabsf, sqrtf, AOTC_INF)
 AOTC_RED_FLOAT_DEFINE_(bf16, uint16_t, float, aotc_bf16_to_f32, fabsf, sqrtf, AOTC_INF)
 
-#define AOTC_RED_FLOAT_PUBLIC_(PUBLIC, SUF, ARG)                                        \
+/* The public entry points of the six arithmetic reductions of one type (floats and
+ * integers alike). */
+#define AOTC_RED_ARITH_PUBLIC_(PUBLIC, SUF, ARG)                                        \
   PUBLIC(aotc_reduce_sum_##SUF, ARG)                                                    \
   PUBLIC(aotc_reduce_mean_##SUF, ARG)                                                   \
   PUBLIC(aotc_reduce_sumsquare_##SUF, ARG)                                              \
   PUBLIC(aotc_reduce_l1_##SUF, ARG)                                                     \
   PUBLIC(aotc_reduce_l2_##SUF, ARG)                                                     \
-  PUBLIC(aotc_reduce_prod_##SUF, ARG)                                                   \
+  PUBLIC(aotc_reduce_prod_##SUF, ARG)
+
+#define AOTC_RED_FLOAT_PUBLIC_(PUBLIC, SUF, ARG)                                        \
+  AOTC_RED_ARITH_PUBLIC_(PUBLIC, SUF, ARG)                                              \
   PUBLIC(aotc_reduce_max_##SUF, ARG)                                                    \
   PUBLIC(aotc_reduce_min_##SUF, ARG)
 
@@ -368,12 +373,7 @@ AOTC_RED_LOG_PUBLIC_HALF_(bf16_exact, aotc_f32_to_bf16)
                       aotc_red_square_##SUF##_, aotc_red_add_##SUF##_, aotc_red_sqrt_##SUF##_) \
   AOTC_REDUCE_DEFINE_TYPED_(aotc_reduce_prod_##SUF, T, T, AOTC_LOAD_ID_, (T)1, AOTC_RED_ID_,  \
                       aotc_red_mul_##SUF##_, AOTC_RED_KEEP_)                            \
-  AOTC_REDUCE_PUBLIC_DIRECT_(aotc_reduce_sum_##SUF, T)                                  \
-  AOTC_REDUCE_PUBLIC_DIRECT_(aotc_reduce_mean_##SUF, T)                                 \
-  AOTC_REDUCE_PUBLIC_DIRECT_(aotc_reduce_sumsquare_##SUF, T)                            \
-  AOTC_REDUCE_PUBLIC_DIRECT_(aotc_reduce_l1_##SUF, T)                                   \
-  AOTC_REDUCE_PUBLIC_DIRECT_(aotc_reduce_l2_##SUF, T)                                   \
-  AOTC_REDUCE_PUBLIC_DIRECT_(aotc_reduce_prod_##SUF, T)
+  AOTC_RED_ARITH_PUBLIC_(AOTC_REDUCE_PUBLIC_DIRECT_, SUF, T)
 
 /* Max and min, for every integer type and bool. */
 #define AOTC_RED_ORDER_DEFINE_(T, SUF, TMIN, TMAX)                                      \

@@ -52,6 +52,14 @@ AOTC_FN void aotc_dft_line(const double *in, int64_t len_in, double *out, int64_
   }
 }
 
+/* in_[j_] (a complex double) = the element at p_ (real: cin_ 1, complex: cin_ 2) times
+ * scale_. */
+#define AOTC_SIGNAL_LOAD_(T, in_, j_, p_, cin_, scale_)                                \
+  do {                                                                               \
+    (in_)[2 * (j_)] = (double)AOTC_LD_##T((p_)[0]) * (scale_);                       \
+    (in_)[2 * (j_) + 1] = (cin_) == 2 ? (double)AOTC_LD_##T((p_)[1]) * (scale_) : 0.0; \
+  } while (0)
+
 /* DFT along the middle axis of x [outer, len_in, inner, cin] into y [outer, len_out,
  * inner, cout] (cin, cout: 1 for real, 2 for complex); scratch holds 2 * (len_in +
  * len_out) doubles. */
@@ -67,8 +75,7 @@ AOTC_FN void aotc_dft_line(const double *in, int64_t len_in, double *out, int64_
       for (i__ = 0; i__ < (inner_); i__++) {                                         \
         for (j__ = 0; j__ < (len_in_); j__++) {                                      \
           const T *p__ = x__ + ((o__ * (len_in_) + j__) * (inner_) + i__) * (cin_);  \
-          in__[2 * j__] = (double)AOTC_LD_##T(p__[0]);                               \
-          in__[2 * j__ + 1] = (cin_) == 2 ? (double)AOTC_LD_##T(p__[1]) : 0.0;       \
+          AOTC_SIGNAL_LOAD_(T, in__, j__, p__, (cin_), 1.0);                         \
         }                                                                            \
         aotc_dft_line(in__, (len_in_), out__, (len_out_), (n_), (inverse_), (hermitian_), (tw_)); \
         for (j__ = 0; j__ < (len_out_); j__++) {                                     \
@@ -95,8 +102,7 @@ AOTC_FN void aotc_dft_line(const double *in, int64_t len_in, double *out, int64_
         for (j__ = 0; j__ < (frame_len_); j__++) {                                   \
           const T *p__ = x__ + (b__ * (length_) + f__ * (step_) + j__) * (cin_);     \
           const double w_ = w__ ? (double)AOTC_LD_##T(w__[j__]) : 1.0;               \
-          in__[2 * j__] = (double)AOTC_LD_##T(p__[0]) * w_;                          \
-          in__[2 * j__ + 1] = (cin_) == 2 ? (double)AOTC_LD_##T(p__[1]) * w_ : 0.0;  \
+          AOTC_SIGNAL_LOAD_(T, in__, j__, p__, (cin_), w_);                          \
         }                                                                            \
         aotc_dft_line(in__, (frame_len_), out__, (bins_), (frame_len_), 0, 0, (tw_)); \
         for (j__ = 0; j__ < 2 * (bins_); j__++)                                      \

@@ -1,9 +1,14 @@
-"""Test helpers: build small ONNX models and compare aotc with onnxruntime."""
+"""Test helpers: build small ONNX models, compile them with aotc and compare every output
+with an oracle: onnxruntime, or onnx.reference (the ONNX node suite's own oracle) where
+onnxruntime cannot run the model or a test asks for it."""
 import numpy as np
 import onnxruntime as ort
 from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 import aotc
+
+ORACLES = ("onnxruntime", "onnx.reference")
 
 
 def tensor_info(name, dtype, shape):
@@ -29,28 +34,69 @@ def run_ort(model, feeds):
     return dict(zip(names, sess.run(None, feeds)))
 
 
+def run_reference(model, feeds):
+    names = [o.name for o in model.graph.output]
+    return dict(zip(names, ReferenceEvaluator(model).run(None, feeds)))
+
+
+def reference(model, feeds, oracle="onnxruntime"):
+    """(outputs by name, name of the oracle that gave them): onnxruntime's, or
+    onnx.reference's when onnxruntime cannot run the model or `oracle` asks for it."""
+    if oracle not in ORACLES:
+        raise ValueError(f"oracle {oracle!r} is not one of {ORACLES}")
+    if oracle == "onnxruntime":
+        try:
+            return run_ort(model, feeds), "onnxruntime"
+        except Exception:   # NOT_IMPLEMENTED, an opset or a type onnxruntime lacks
+            pass
+    return run_reference(model, feeds), "onnx.reference"
+
+
+def _is_float(dtype):
+    # the ml_dtypes floats (bfloat16, float8_*, float4_*) have kind "V"
+    return dtype.kind == "f" or dtype.name.startswith(("bfloat16", "float8", "float4"))
+
+
+def assert_outputs_match(got, want, rtol=1e-5, atol=1e-6, oracle=""):
+    """Same output names in the same order; every output's dtype and shape exactly; real
+    floats within rtol/atol compared in float64 (NaN where NaN), complex within
+    tolerance, everything else equal."""
+    assert list(got) == list(want), f"outputs {list(got)} != {list(want)} ({oracle})"
+    for name, w in want.items():
+        g, w = got[name], np.asarray(w)
+        where = f"{name} ({oracle})" if oracle else name
+        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype} != {w.dtype}"
+        assert g.shape == w.shape, f"{where}: shape {g.shape} != {w.shape}"
+        if _is_float(w.dtype):
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
+                                       err_msg=where)
+        elif w.dtype.kind == "c":
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=where)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=where)
+
+
+def check(model, feeds, oracle="onnxruntime", rtol=1e-5, atol=1e-6, **compile_options):
+    """Compile with aotc, run, and compare every output with `reference(model, feeds,
+    oracle)` (see assert_outputs_match); returns aotc's outputs."""
+    got = aotc.compile(model, **compile_options).run(feeds)
+    want, used = reference(model, feeds, oracle)
+    assert_outputs_match(got, want, rtol, atol, used)
+    return got
+
+
+def assert_matches_ort(model, feeds, rtol=1e-5, atol=1e-6, **compile_options):
+    """Like check, but onnxruntime only (no fallback): the model must run there."""
+    got = aotc.compile(model, **compile_options).run(feeds)
+    assert_outputs_match(got, run_ort(model, feeds), rtol, atol, "onnxruntime")
+    return got
+
+
 def relative_error(got, want):
     """max |got - want| / max |want| (the accuracy measure of the issues)."""
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-30)
     return float(np.max(np.abs(got - want))) / scale if want.size else 0.0
-
-
-def assert_matches_ort(model, feeds, rtol=1e-5, atol=1e-6, **compile_options):
-    """Compile with aotc, run both, compare every output (dtype and shape exactly)."""
-    sess = aotc.compile(model, **compile_options)
-    got = sess.run(feeds)
-    want = run_ort(model, feeds)
-    assert list(got) == list(want)
-    for name in want:
-        g, w = got[name], want[name]
-        assert g.dtype == w.dtype, f"{name}: dtype {g.dtype} != {w.dtype}"
-        assert g.shape == w.shape, f"{name}: shape {g.shape} != {w.shape}"
-        if w.dtype.kind in "fc":
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=name)
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=name)
-    return got
 
 
 def random(shape, dtype=np.float32, seed=0, low=-2.0, high=2.0):

@@ -1,12 +1,15 @@
 """Build an aotc output folder with tests/c/harness.c and run it: under AddressSanitizer
 and UBSan (any invalid access or undefined behaviour in the generated C fails), or with
-another compiler, flags or CPU (a cross build run under an emulator) on given inputs."""
+another compiler, flags or CPU (a cross build run under an emulator) on given inputs;
+and check that a model's C builds without a warning and runs clean under the sanitizers."""
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
+
+import aotc
 
 HARNESS = Path(__file__).parent / "c" / "harness.c"
 CC = shutil.which(os.environ.get("CC", "cc"))
@@ -32,6 +35,17 @@ def run_sanitized(out_dir, name, extra_flags=()):
     run = subprocess.run([str(exe)], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0 and "runtime error" not in run.stderr, run.stdout + run.stderr
     return run.stdout
+
+
+def assert_clean_c(tmp_path, model, name):
+    """The model's generated C compiles under -Wall -Wextra -Werror and runs clean under
+    AddressSanitizer and UBSan (tests/c/harness.c feeds it inputs)."""
+    sess = aotc.compile(model, out_dir=tmp_path, name=name)
+    run_sanitized(tmp_path, sess.name)
+    build = subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I.", "-Wa,-I.",
+                            "-c", f"{name}.c", "-o", "warnings.o"], cwd=tmp_path, capture_output=True,
+                           text=True)
+    assert build.returncode == 0, build.stderr
 
 
 def run_on_files(exe, inputs, outputs, threads=1, runner=()):

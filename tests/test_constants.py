@@ -366,15 +366,19 @@ def test_casts_with_halves_match_onnxruntime():
     assert_matches_ort(m, {"x": x})
 
 
+def _assert_refused(error, match, op, x_dtype, y_dtype, opset, **attrs):
+    """A model of one `op` node from x (3 elements) to y fails to compile with `error`."""
+    node = helper.make_node(op, ["x"], ["y"], **attrs)
+    m = make_model([node], [("x", x_dtype, (3,))], [("y", y_dtype, None)], opset=opset)
+    with pytest.raises(error, match=match):
+        aotc.compile(m)
+
+
 def test_cast_refuses_an_unknown_round_mode_and_float6():
-    node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E8M0, round_mode="sideways")
-    m = make_model([node], [("x", np.float32, (2,))], [("y", dtypes.FLOAT8E8M0, None)], opset=25)
-    with pytest.raises(aotc.InvalidModel, match="round_mode 'sideways'"):
-        aotc.compile(m)
-    node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT6E2M3)
-    m = make_model([node], [("x", np.float32, (2,))], [("y", np.float32, None)], opset=28)
-    with pytest.raises(aotc.Unsupported, match="FLOAT6E2M3"):
-        aotc.compile(m)
+    _assert_refused(aotc.InvalidModel, "round_mode 'sideways'", "Cast", np.float32, dtypes.FLOAT8E8M0, 25,
+                    to=TensorProto.FLOAT8E8M0, round_mode="sideways")
+    _assert_refused(aotc.Unsupported, "FLOAT6E2M3", "Cast", np.float32, np.float32, 28,
+                    to=TensorProto.FLOAT6E2M3)
 
 
 def test_narrow_casts_run_clean_under_sanitizers(tmp_path):
@@ -420,11 +424,6 @@ def test_bitcast_reinterprets_bits():
 
 
 def test_bitcast_needs_equal_widths():
-    node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT64)
-    m = make_model([node], [("x", np.float32, (3,))], [("y", np.int64, None)], opset=26)
-    with pytest.raises(aotc.InvalidModel, match="widths differ"):
-        aotc.compile(m)
-    node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.UINT8)
-    m = make_model([node], [("x", ml_dtypes.int4, (3,))], [("y", np.uint8, None)], opset=26)
-    with pytest.raises(aotc.InvalidModel, match="int4 \\(4 bits\\)"):
-        aotc.compile(m)
+    _assert_refused(aotc.InvalidModel, "widths differ", "BitCast", np.float32, np.int64, 26, to=TensorProto.INT64)
+    _assert_refused(aotc.InvalidModel, "int4 \\(4 bits\\)", "BitCast", ml_dtypes.int4, np.uint8, 26,
+                    to=TensorProto.UINT8)

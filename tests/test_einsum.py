@@ -5,8 +5,8 @@ import pytest
 from onnx import helper
 
 import aotc
-from oracle import make_model, random
-from reduce_check import assert_clean_c, check
+from oracle import check, make_model, random
+from sanitize import assert_clean_c
 
 # equation, operand shapes: matmul, batched, diagonals, traces, ellipsis broadcasting,
 # implicit output, outer products, upper-case letters, reductions to a scalar
@@ -52,14 +52,14 @@ def test_einsum_types_match_the_reference(dtype):
     for equation, shapes in EQUATIONS[:10:3]:
         m, names = _model(equation, shapes, dtype, opset=28)
         half = np.dtype(dtype).itemsize == 2 and np.dtype(dtype).kind != "u"
-        check(m, _feeds(names, shapes, dtype), oracle="reference", rtol=2e-2 if half else 1e-7,
+        check(m, _feeds(names, shapes, dtype), oracle="onnx.reference", rtol=2e-2 if half else 1e-7,
               atol=1e-1 if half else 0)
 
 
 def test_einsum_with_empty_dims():
     for equation, shapes in [("ij->", [(0, 3)]), ("ij,jk->ik", [(3, 0), (0, 2)])]:
         m, names = _model(equation, shapes, np.float32)
-        check(m, _feeds(names, shapes, np.float32), oracle="reference",
+        check(m, _feeds(names, shapes, np.float32), oracle="onnx.reference",
               shapes=dict(zip(names, shapes)))
 
 

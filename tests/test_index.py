@@ -8,7 +8,7 @@ import pytest
 from onnx import helper
 
 import aotc
-from index_check import check, make_model
+from oracle import check, make_model
 
 F16, BF16 = np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -47,7 +47,7 @@ def test_scatter_elements_reductions_with_repeated_indices(dtype):
     nodes.append(_node("ScatterElements", ["d", "i", "u"], ["y_axis1"], axis=-1, reduction="add"))
     m = make_model(nodes, [("d", dtype, data.shape), ("i", np.int64, idx.shape), ("u", dtype, upd.shape)],
                    [(n.output[0], dtype, None) for n in nodes], opset=18)
-    check(m, {"d": data, "i": idx, "u": upd}, oracle="onnx")
+    check(m, {"d": data, "i": idx, "u": upd}, oracle="onnx.reference")
 
 
 def test_scatter_elements_bool_and_int32_indices_and_deprecated_scatter():
@@ -90,7 +90,7 @@ def test_gather_nd_batch_dims_and_negative_indices(dtype):
     m = make_model(nodes, [("x", dtype, x.shape), ("a", np.int64, i_full.shape), ("b", np.int64, i_b1.shape),
                            ("c", np.int64, i_b2.shape)],
                    [("y0", dtype, None), ("y1", dtype, None), ("y2", dtype, None)], opset=13)
-    check(m, {"x": x, "a": i_full, "b": i_b1, "c": i_b2}, oracle="onnx")
+    check(m, {"x": x, "a": i_full, "b": i_b1, "c": i_b2}, oracle="onnx.reference")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int16, F16])
@@ -101,7 +101,7 @@ def test_scatter_nd_reductions_with_repeated_tuples(dtype):
     nodes = [_node("ScatterND", ["d", "i", "u"], [f"y_{r}"], reduction=r) for r in ("add", "mul", "max", "min")]
     m = make_model(nodes, [("d", dtype, data.shape), ("i", np.int64, idx.shape), ("u", dtype, upd.shape)],
                    [(n.output[0], dtype, None) for n in nodes], opset=18)
-    check(m, {"d": data, "i": idx, "u": upd}, oracle="onnx")
+    check(m, {"d": data, "i": idx, "u": upd}, oracle="onnx.reference")
 
 
 # ---- TensorScatter ----------------------------------------------------------------------
@@ -113,7 +113,7 @@ def test_tensor_scatter_modes(mode, write):
     m = make_model([_node("TensorScatter", ["p", "u", "w"], ["y"], mode=mode, axis=-2)],
                    [("p", np.float32, past.shape), ("u", np.float32, update.shape), ("w", np.int64, (2,))],
                    [("y", np.float32, None)], opset=24)
-    check(m, {"p": past, "u": update, "w": np.array(write, np.int64)}, oracle="onnx", mode="exact")
+    check(m, {"p": past, "u": update, "w": np.array(write, np.int64)}, oracle="onnx.reference", mode="exact")
 
 
 # ---- errors -------------------------------------------------------------------------------

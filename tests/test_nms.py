@@ -6,9 +6,8 @@ import pytest
 from onnx import helper
 
 import aotc
-from oracle import make_model
-from reference_check import assert_clean_c, check
-from sanitize import CC
+from oracle import check, make_model, reference
+from sanitize import CC, assert_clean_c
 
 INPUTS = ["boxes", "scores", "max_out", "iou", "score_threshold"]
 
@@ -54,7 +53,6 @@ def test_one_compile_serves_every_run_time_count():
                  "max_out": np.array([limit], np.int64), "iou": np.array([0.4], np.float32),
                  "score_threshold": np.array([0.3], np.float32)}
         got = sess.run(feeds)["selected"]
-        from reference_check import reference
         want, _ = reference(_model(1, 2, 9), feeds)
         np.testing.assert_array_equal(got, want["selected"])
 

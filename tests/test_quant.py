@@ -8,9 +8,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import aotc
-from oracle import make_model, random
-from reference_check import assert_clean_c, check
-from sanitize import CC
+from oracle import check, make_model, random, reference
+from sanitize import CC, assert_clean_c
 
 Q_TYPES = [np.uint8, np.int8, np.uint16, np.int16]
 
@@ -48,7 +47,7 @@ def test_blocked_quantization_with_a_ragged_last_block():
              helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], axis=1, block_size=3)]
     model = make_model(nodes, [("x", np.float32, x.shape)], [("q", np.int8, None), ("d", np.float32, None)],
                        {"s": scale, "z": zp}, opset=21)
-    check(model, {"x": x}, prefer="onnx.reference")
+    check(model, {"x": x}, oracle="onnx.reference")
 
 
 @pytest.mark.parametrize("qtype", [ml_dtypes.int4, ml_dtypes.uint4])
@@ -59,7 +58,7 @@ def test_four_bit_types(qtype):
     zp = np.array([1, 0, 2, 3], dtype=qtype)
     model = make_model(nodes, [("x", np.float32, x.shape)], [("q", qtype, None), ("d", np.float32, None)],
                        {"s": np.array([0.5, 1.0, 2.0, 4.0], np.float32), "z": zp}, opset=21)
-    check(model, {"x": x}, prefer="onnx.reference")
+    check(model, {"x": x}, oracle="onnx.reference")
 
 
 @pytest.mark.parametrize("saturate", [0, 1])
@@ -71,8 +70,7 @@ def test_float8_output(saturate):
     model = make_model(nodes, [("x", np.float32, x.shape)], [("q", ftype, None), ("d", np.float32, None)],
                        {"s": np.array(2.0, np.float32), "z": np.array(0, ftype)}, opset=21)
     got = aotc.compile(model).run({"x": x})
-    from reference_check import reference
-    want, _ = reference(model, {"x": x}, prefer="onnx.reference")
+    want, _ = reference(model, {"x": x}, oracle="onnx.reference")
     np.testing.assert_array_equal(got["q"].view(np.uint8), np.asarray(want["q"]).view(np.uint8))
 
 
@@ -86,14 +84,14 @@ def test_float16_input_and_scale():
 
 
 # all zeros: onnxruntime gives scale 1, ONNX's reference (followed here) 1 / 255
-@pytest.mark.parametrize("x, prefer", [(np.zeros((3, 4), np.float32), "onnx.reference"),
+@pytest.mark.parametrize("x, oracle", [(np.zeros((3, 4), np.float32), "onnx.reference"),
                                        (random((2, 3, 5), seed=6, low=-3, high=7), "onnxruntime"),
                                        (random((9,), seed=7, low=0.5, high=9), "onnxruntime")])
-def test_dynamic_quantize(x, prefer):
+def test_dynamic_quantize(x, oracle):
     model = make_model([helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])],
                        [("x", np.float32, x.shape)],
                        [("y", np.uint8, None), ("s", np.float32, None), ("z", np.uint8, None)], opset=11)
-    check(model, {"x": x}, prefer=prefer)
+    check(model, {"x": x}, oracle=oracle)
 
 
 def test_matmul_integer_zero_points_and_batch_broadcast():
@@ -147,7 +145,7 @@ def test_qlinear_matmul_per_column(atype, btype):
              "bs_col": np.array([0.01, 0.02, 0.03, 0.04, 0.05], np.float32)}
     model = make_model(nodes, [("a", atype, a.shape), ("b", btype, b.shape)],
                        [("y", atype, None), ("y1", atype, None)], inits, opset=13)
-    check(model, {"a": a, "b": b}, prefer="onnx.reference")
+    check(model, {"a": a, "b": b}, oracle="onnx.reference")
 
 
 def test_qlinear_conv_per_channel_with_bias():

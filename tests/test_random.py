@@ -9,8 +9,7 @@ from onnx import TensorProto, helper
 
 import aotc
 from oracle import make_model
-from reference_check import assert_clean_c
-from sanitize import CC
+from sanitize import CC, assert_clean_c
 
 
 def _model():

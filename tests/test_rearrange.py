@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import aotc
-from index_check import check, make_model
+from oracle import check, make_model
 
 F16, BF16 = np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -58,7 +58,7 @@ def test_depth_to_space_and_space_to_depth_both_modes(opset):
         nodes.append(_node("SpaceToDepth", ["s"], ["s2d_crd"], blocksize=2, mode="CRD"))
     m = make_model(nodes, [("x", np.float32, x.shape), ("s", np.float32, s.shape)],
                    [(n.output[0], np.float32, None) for n in nodes], opset=opset)
-    check(m, {"x": x, "s": s}, oracle="ort" if opset < 28 else "onnx")
+    check(m, {"x": x, "s": s}, oracle="onnxruntime" if opset < 28 else "onnx.reference")
 
 
 def test_center_crop_pad_axes_and_odd_differences():
@@ -69,7 +69,7 @@ def test_center_crop_pad_axes_and_odd_differences():
     m = make_model(nodes, [("x", np.float32, x.shape)], [(n.output[0], np.float32, None) for n in nodes],
                    {"s0": np.array([2, 9, 3], np.int64), "s1": np.array([9, 2], np.int64),
                     "s2": np.array([8], np.int64)}, opset=18)
-    check(m, {"x": x}, oracle="onnx")
+    check(m, {"x": x}, oracle="onnx.reference")
 
 
 @pytest.mark.parametrize("time_axis,batch_axis", [(0, 1), (1, 0)])
@@ -94,7 +94,7 @@ def test_col2im_3d_with_strides_pads_and_dilations(dtype):
     m = make_model([_node("Col2Im", ["x", "i", "b"], ["y"], pads=pads, strides=strides, dilations=dil)],
                    [("x", dtype, x.shape)], [("y", dtype, None)],
                    {"i": np.array(image, np.int64), "b": np.array(block, np.int64)}, opset=18)
-    check(m, {"x": x}, oracle="onnx", rtol=1e-5)
+    check(m, {"x": x}, oracle="onnx.reference", rtol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.bool_, BF16, np.int64])
@@ -106,7 +106,7 @@ def test_trilu_batches_and_extreme_k(dtype):
         nodes.append(_node("Trilu", ["x", f"k{j}"], [f"y{j}"], upper=upper))
     nodes.append(_node("Trilu", ["x"], ["lower"], upper=0))
     m = make_model(nodes, [("x", dtype, x.shape)], [(n.output[0], dtype, None) for n in nodes], inits, opset=14)
-    check(m, {"x": x}, oracle="onnx")
+    check(m, {"x": x}, oracle="onnx.reference")
 
 
 def test_eye_like_types_and_offsets():
@@ -117,7 +117,7 @@ def test_eye_like_types_and_offsets():
     m = make_model(nodes, [("x", np.float64, (4, 6))],
                    [("y0", np.float64, None), ("y1", np.int32, None), ("y2", np.bool_, None),
                     ("y3", F16, None)], opset=9)
-    check(m, {"x": np.zeros((4, 6))}, oracle="onnx")
+    check(m, {"x": np.zeros((4, 6))}, oracle="onnx.reference")
 
 
 @pytest.mark.parametrize("index_type", [np.int64, np.float32, np.uint8, np.int8])
@@ -129,7 +129,7 @@ def test_one_hot_axes_negative_and_out_of_range_indices(index_type):
              _node("OneHot", ["i", "d", "v"], ["y2"])]
     m = make_model(nodes, [("i", index_type, indices.shape), ("v", np.int32, (2,))],
                    [(n.output[0], np.int32, None) for n in nodes], {"d": np.array(4, np.int64)}, opset=11)
-    check(m, {"i": indices, "v": np.array([-3, 9], np.int32)}, oracle="onnx")
+    check(m, {"i": indices, "v": np.array([-3, 9], np.int32)}, oracle="onnx.reference")
 
 
 def test_range_types_and_a_range_too_large_to_fold():

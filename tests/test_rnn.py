@@ -7,9 +7,8 @@ import pytest
 from onnx import helper
 
 import aotc
-from oracle import make_model, random
-from reference_check import assert_clean_c, check
-from sanitize import CC
+from oracle import check, make_model, random
+from sanitize import CC, assert_clean_c
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 SEQ, BATCH, INPUT, HIDDEN = 5, 3, 4, 6
@@ -74,7 +73,7 @@ def test_cells_directions_and_sequence_lengths():
 
 def test_layout_1():
     model, feeds = _model([_cell(op, op, "bidirectional", layout=1) for op in GATES])
-    check(model, feeds, rtol=1e-5, atol=1e-5, prefer="onnx.reference")
+    check(model, feeds, rtol=1e-5, atol=1e-5, oracle="onnx.reference")
 
 
 def test_attributes():

@@ -5,8 +5,8 @@ import pytest
 from onnx import helper
 
 import aotc
-from oracle import make_model, random
-from reduce_check import assert_clean_c, check
+from oracle import check, make_model, random
+from sanitize import assert_clean_c
 
 SHAPE = (3, 4, 17)
 
@@ -37,13 +37,13 @@ def test_cumprod_matches_the_reference(dtype):
     x = random(SHAPE, dtype, seed=2, low=0 if np.dtype(dtype).kind == "u" else -2, high=2)
     if np.dtype(dtype).kind == "f":
         x = (np.abs(x) + 0.5) * np.sign(x)
-    check(_scan_model("CumProd", dtype, SHAPE, 26), {"x": x}, oracle="reference", rtol=1e-5)
+    check(_scan_model("CumProd", dtype, SHAPE, 26), {"x": x}, oracle="onnx.reference", rtol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
 def test_cumsum_unsigned(dtype):
     check(_scan_model("CumSum", dtype, (5, 6), 14), {"x": random((5, 6), dtype, seed=3, low=0, high=9)},
-          oracle="reference")
+          oracle="onnx.reference")
 
 
 def test_integer_sums_wrap():

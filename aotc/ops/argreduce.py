@@ -29,6 +29,15 @@ def _split(shape, axis, flatten_tail=False):
     return outer, shape[axis], math.prod(shape[axis + 1:])
 
 
+def require_axis_input(ctx, types):
+    """Input 0 (returned), of one of `types`, with an axis to run along (rank 1 or more)."""
+    ctx.require_dtype(0, types)
+    x = ctx.inputs[0]
+    if x.rank == 0:
+        raise ctx.fail(f"{ctx.node.op_type} needs an input of rank 1 or more")
+    return x
+
+
 # ---- ArgMax / ArgMin ----------------------------------------------------------------
 
 def _arg_params(ctx):
@@ -40,10 +49,7 @@ def _arg_params(ctx):
 def _arg_op(op_type, largest):
     def infer(ctx):
         ctx.require_inputs(1)
-        ctx.require_dtype(0, ARG_TYPES)
-        x = ctx.inputs[0]
-        if x.rank == 0:
-            raise ctx.fail(f"{op_type} needs an input of rank 1 or more")
+        x = require_axis_input(ctx, ARG_TYPES)
         axis, keep, _ = _arg_params(ctx)
         if x.shape[axis] == 0:
             raise ctx.fail(f"{op_type} over axis {axis}, which has no elements")
@@ -84,10 +90,7 @@ def _hardmax_split(ctx):
 
 def _hardmax_infer(ctx):
     ctx.require_inputs(1)
-    ctx.require_dtype(0, dtypes.FLOATS)
-    x = ctx.inputs[0]
-    if x.rank == 0:
-        raise ctx.fail("Hardmax needs an input of rank 1 or more")
+    x = require_axis_input(ctx, dtypes.FLOATS)
     _hardmax_split(ctx)
     return [TensorType(x.dtype, x.shape)]
 

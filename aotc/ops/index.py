@@ -330,17 +330,21 @@ def _tensor_scatter_emit(ctx):
         f"{numel(past.shape[axis + 1:])}, {int(circular)}, {width(past.dtype)})")
 
 
+def _op(op_type, infer, emit, evaluate, since, checked_through=28, writes_in_place=False):
+    """Every operator here copies elements as they are (so is exact); the scatters may
+    write into their data input's storage."""
+    return OpDef(op_type, infer, emit, evaluate, since=since, checked_through=checked_through,
+                 supports_exact=True, in_place_inputs=(0,) if writes_in_place else ())
+
+
+_SCATTER_ELEMENTS = (_scatter_elements_infer, _scatter_elements_emit, _scatter_elements_evaluate)
+
 OPS = [
-    OpDef("GatherElements", _gather_elements_infer, _gather_elements_emit, _gather_elements_evaluate,
-          since=11, supports_exact=True, checked_through=28),
-    OpDef("ScatterElements", _scatter_elements_infer, _scatter_elements_emit, _scatter_elements_evaluate,
-          since=11, supports_exact=True, in_place_inputs=(0,), checked_through=28),
-    OpDef("Scatter", _scatter_elements_infer, _scatter_elements_emit, _scatter_elements_evaluate,
-          since=9, supports_exact=True, in_place_inputs=(0,), checked_through=10),
-    OpDef("GatherND", _gather_nd_infer, _gather_nd_emit, _gather_nd_evaluate,
-          since=11, supports_exact=True, checked_through=28),
-    OpDef("ScatterND", _scatter_nd_infer, _scatter_nd_emit, _scatter_nd_evaluate,
-          since=11, supports_exact=True, in_place_inputs=(0,), checked_through=28),
-    OpDef("TensorScatter", _tensor_scatter_infer, _tensor_scatter_emit, _tensor_scatter_evaluate,
-          since=24, supports_exact=True, in_place_inputs=(0,), checked_through=28),
+    _op("GatherElements", _gather_elements_infer, _gather_elements_emit, _gather_elements_evaluate, since=11),
+    _op("ScatterElements", *_SCATTER_ELEMENTS, since=11, writes_in_place=True),
+    _op("Scatter", *_SCATTER_ELEMENTS, since=9, checked_through=10, writes_in_place=True),
+    _op("GatherND", _gather_nd_infer, _gather_nd_emit, _gather_nd_evaluate, since=11),
+    _op("ScatterND", _scatter_nd_infer, _scatter_nd_emit, _scatter_nd_evaluate, since=11, writes_in_place=True),
+    _op("TensorScatter", _tensor_scatter_infer, _tensor_scatter_emit, _tensor_scatter_evaluate, since=24,
+        writes_in_place=True),
 ]

@@ -92,14 +92,19 @@ def _check_zero_point(ctx, i, scale_shape, dtype=None):
 
 # ---- QuantizeLinear ----------------------------------------------------------------------
 
+def _check_output_dtype(ctx, dt, source):
+    """output_dtype, where set, must name `dt`, the type `source` already fixes."""
+    out = int(ctx.attr("output_dtype", 0) or 0)
+    if out and dtypes.from_onnx(out, "output_dtype") != dt:
+        raise ctx.fail(f"output_dtype {dtypes.name(dtypes.from_onnx(out))} differs from the "
+                       f"{source}'s {dtypes.name(dt)}")
+
+
 def _quantize_output_type(ctx):
     out = int(ctx.attr("output_dtype", 0) or 0)
     if ctx.has_input(2):
-        zp = np.dtype(ctx.inputs[2].dtype)
-        if out and dtypes.from_onnx(out, "output_dtype") != zp:
-            raise ctx.fail(f"output_dtype {dtypes.name(dtypes.from_onnx(out))} differs from the "
-                           f"zero point's {dtypes.name(zp)}")
-        dt = zp
+        dt = np.dtype(ctx.inputs[2].dtype)
+        _check_output_dtype(ctx, dt, "zero point")
     else:
         dt = dtypes.from_onnx(out, "output_dtype") if out else np.dtype(np.uint8)
     if dt not in QUANT_TYPES:
@@ -169,15 +174,21 @@ def _quantize_expr(ctx, dt):
     return f"AOTC_ST_{kt}((int64_t)aotc_quantize_value((double)V, (double)Z, {lo!r}, {hi!r}))"
 
 
+def _linear_args(ctx, zp_dtype):
+    """The kernel arguments QuantizeLinear and DequantizeLinear share after the types:
+    output, input, scale, zero point (a null pointer without one), then the layout."""
+    x, s = ctx.inputs[:2]
+    zp = ctx.x(2) if ctx.has_input(2) else f"(const {_kt(zp_dtype)} *)0"
+    return [ctx.y(0), ctx.x(0), ctx.x(1), zp, *[str(v) for v in qparam_layout(ctx, x.shape, s.shape)]]
+
+
 def _quantize_emit(ctx):
     x, s = ctx.inputs[:2]
     y = ctx.outputs[0]
     if y.numel == 0:
         return ""
-    zp = ctx.x(2) if ctx.has_input(2) else f"(const {_kt(y.dtype)} *)0"
-    layout = qparam_layout(ctx, x.shape, s.shape)
-    args = [_kt(y.dtype), _kt(x.dtype), _kt(s.dtype), _kt(y.dtype), ctx.y(0), ctx.x(0),
-            ctx.x(1), zp, *[str(v) for v in layout], _quantize_expr(ctx, np.dtype(y.dtype))]
+    args = [_kt(y.dtype), _kt(x.dtype), _kt(s.dtype), _kt(y.dtype), *_linear_args(ctx, y.dtype),
+            _quantize_expr(ctx, np.dtype(y.dtype))]
     return f"AOTC_QUANTIZE_LINEAR({', '.join(args)});"
 
 
@@ -191,11 +202,8 @@ def _dequantize_infer(ctx):
     qparam_layout(ctx, x.shape, s.shape)
     if ctx.has_input(2):
         _check_zero_point(ctx, 2, s.shape, x.dtype)
-    out = int(ctx.attr("output_dtype", 0) or 0)
     dt = np.dtype(s.dtype)
-    if out and dtypes.from_onnx(out, "output_dtype") != dt:
-        raise ctx.fail(f"output_dtype {dtypes.name(dtypes.from_onnx(out))} differs from the "
-                       f"scale's {dtypes.name(dt)}")
+    _check_output_dtype(ctx, dt, "scale")
     return [TensorType(dt, x.shape)]
 
 
@@ -213,10 +221,7 @@ def _dequantize_emit(ctx):
     y = ctx.outputs[0]
     if y.numel == 0:
         return ""
-    zp = ctx.x(2) if ctx.has_input(2) else f"(const {_kt(x.dtype)} *)0"
-    layout = qparam_layout(ctx, x.shape, s.shape)
-    args = [_kt(y.dtype), _kt(x.dtype), _kt(s.dtype), ctx.y(0), ctx.x(0), ctx.x(1), zp,
-            *[str(v) for v in layout]]
+    args = [_kt(y.dtype), _kt(x.dtype), _kt(s.dtype), *_linear_args(ctx, x.dtype)]
     return f"AOTC_DEQUANTIZE_LINEAR({', '.join(args)});"
 
 
@@ -377,23 +382,28 @@ def _qlinear_matmul_infer(ctx):
     return [TensorType(np.dtype(ctx.inputs[7].dtype), shape)]
 
 
+def _qlinear_parts(ctx, operand_parts, channels):
+    """The scratch of QLinearMatMul and QLinearConv: the two widened operands (their
+    bytes), the output's int32 accumulators, one double multiplier per channel."""
+    return (*operand_parts, _align(4 * ctx.outputs[0].numel), _align(8 * max(1, channels)))
+
+
+def _qlinear_pointers(ctx, parts):
+    """C pointers to the accumulators and the multipliers in the scratch of `parts`."""
+    first, second, acc_bytes, _ = parts
+    return (f"((int32_t *)({ctx.scratch} + {first + second}))",
+            f"((double *)({ctx.scratch} + {first + second + acc_bytes}))")
+
+
 def _qlinear_matmul_parts(ctx):
-    a_bytes, b_bytes = _matmul_scratch_parts(ctx, 0, 3)
-    acc_bytes = _align(4 * ctx.outputs[0].numel)
-    return a_bytes, b_bytes, acc_bytes, _align(8 * max(1, ctx.inputs[3].shape[-1]))
-
-
-def _qlinear_matmul_scratch(ctx):
-    return sum(_qlinear_matmul_parts(ctx))
+    return _qlinear_parts(ctx, _matmul_scratch_parts(ctx, 0, 3), ctx.inputs[3].shape[-1])
 
 
 def _qlinear_matmul_emit(ctx):
     y, b = ctx.outputs[0], ctx.inputs[3]
     if y.numel == 0:
         return ""
-    a_bytes, b_bytes, acc_bytes, _ = _qlinear_matmul_parts(ctx)
-    acc = f"((int32_t *)({ctx.scratch} + {a_bytes + b_bytes}))"
-    mult = f"((double *)({ctx.scratch} + {a_bytes + b_bytes + acc_bytes}))"
+    acc, mult = _qlinear_pointers(ctx, _qlinear_matmul_parts(ctx))
     n = int(b.shape[-1]) if b.rank > 1 else 1
     per_channel = _per_channel(ctx, 4, b.shape[-1], "b_scale")
     return "\n".join([
@@ -525,17 +535,14 @@ def _qlinear_conv_infer(ctx):
 
 
 def _qlinear_conv_parts(ctx):
-    x_bytes, w_bytes = _conv_scratch_parts(ctx, 0, 3)
-    return x_bytes, w_bytes, _align(4 * ctx.outputs[0].numel), _align(8 * ctx.inputs[3].shape[0])
+    return _qlinear_parts(ctx, _conv_scratch_parts(ctx, 0, 3), ctx.inputs[3].shape[0])
 
 
 def _qlinear_conv_emit(ctx):
     y, w = ctx.outputs[0], ctx.inputs[3]
     if y.numel == 0:
         return ""
-    x_bytes, w_bytes, acc_bytes, _ = _qlinear_conv_parts(ctx)
-    acc = f"((int32_t *)({ctx.scratch} + {x_bytes + w_bytes}))"
-    mult = f"((double *)({ctx.scratch} + {x_bytes + w_bytes + acc_bytes}))"
+    acc, mult = _qlinear_pointers(ctx, _qlinear_conv_parts(ctx))
     bias = ctx.x(8) if ctx.has_input(8) else "NULL"
     per_channel = _per_channel(ctx, 4, w.shape[0], "w_scale")
     inner = y.numel // (y.shape[0] * y.shape[1]) if y.numel else 1
@@ -557,7 +564,7 @@ OPS = [
     OpDef("ConvInteger", _conv_integer_infer, _conv_integer_emit, scratch=_conv_integer_scratch,
           since=10, checked_through=28, supports_exact=True),
     OpDef("QLinearMatMul", _qlinear_matmul_infer, _qlinear_matmul_emit,
-          scratch=_qlinear_matmul_scratch, since=10, checked_through=28, supports_exact=True),
+          scratch=lambda ctx: sum(_qlinear_matmul_parts(ctx)), since=10, checked_through=28, supports_exact=True),
     OpDef("QLinearConv", _qlinear_conv_infer, _qlinear_conv_emit,
           scratch=lambda ctx: sum(_qlinear_conv_parts(ctx)), since=10, checked_through=28,
           supports_exact=True),

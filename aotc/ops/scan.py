@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from .argreduce import require_axis_input
 from .base import OpDef, TensorType
 
 SCAN_TYPES = dtypes.FLOATS + tuple(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64))
@@ -30,10 +31,7 @@ def _params(ctx):
 def _scan_op(op_type, since, product):
     def infer(ctx):
         ctx.require_inputs(2)
-        ctx.require_dtype(0, SCAN_TYPES)
-        x = ctx.inputs[0]
-        if x.rank == 0:
-            raise ctx.fail(f"{op_type} needs an input of rank 1 or more")
+        x = require_axis_input(ctx, SCAN_TYPES)
         _params(ctx)
         return [TensorType(x.dtype, x.shape)]
 

@@ -33,6 +33,8 @@ static size_t numel(const SYM(_tensor_info) *t) {
   return n;
 }
 
+static size_t nbytes(const SYM(_tensor_info) *t) { return numel(t) * element_size(t->onnx_type); }
+
 static void fill(void *data, const SYM(_tensor_info) *t) {
   size_t i, n = numel(t);
   for (i = 0; i < n; i++) {
@@ -48,27 +50,16 @@ static void fill(void *data, const SYM(_tensor_info) *t) {
   }
 }
 
-static int read_inputs(const char *path, void **inputs) {
-  FILE *f = fopen(path, "rb");
+/* Reads (or writes) the data of `count` tensors from (to) the file at path, raw, one
+ * after another; returns whether every byte went through. */
+static int transfer(const char *path, int writing, const SYM(_tensor_info) *tensors, int count, void **data) {
+  FILE *f = fopen(path, writing ? "wb" : "rb");
   int i, ok = f != NULL;
-  for (i = 0; ok && i < MACRO(_NUM_INPUTS); i++) {
-    const SYM(_tensor_info) *t = &SYM(_inputs)[i];
-    size_t bytes = numel(t) * element_size(t->onnx_type);
-    ok = fread(inputs[i], 1, bytes, f) == bytes;
+  for (i = 0; ok && i < count; i++) {
+    size_t bytes = nbytes(&tensors[i]);
+    ok = (writing ? fwrite(data[i], 1, bytes, f) : fread(data[i], 1, bytes, f)) == bytes;
   }
-  if (f) fclose(f);
-  return ok;
-}
-
-static int write_outputs(const char *path, void **outputs) {
-  FILE *f = fopen(path, "wb");
-  int i, ok = f != NULL;
-  for (i = 0; ok && i < MACRO(_NUM_OUTPUTS); i++) {
-    const SYM(_tensor_info) *t = &SYM(_outputs)[i];
-    size_t bytes = numel(t) * element_size(t->onnx_type);
-    ok = fwrite(outputs[i], 1, bytes, f) == bytes;
-  }
-  if (f && fclose(f) != 0) ok = 0;
+  if (f && fclose(f) != 0 && writing) ok = 0;
   return ok;
 }
 
@@ -76,7 +67,7 @@ static void print_checksums(void **outputs) {
   int i;
   for (i = 0; i < MACRO(_NUM_OUTPUTS); i++) {
     const SYM(_tensor_info) *t = &SYM(_outputs)[i];
-    size_t k, bytes = numel(t) * element_size(t->onnx_type);
+    size_t k, bytes = nbytes(t);
     uint32_t sum = 0;
     for (k = 0; k < bytes; k++) sum = sum * 31u + ((unsigned char *)outputs[i])[k];
     printf("%s %08x\n", t->name, (unsigned)sum);
@@ -90,15 +81,12 @@ int main(int argc, char **argv) {
   int i, threads, rc, from_files = argc == 4;
   for (i = 0; i < MACRO(_NUM_INPUTS); i++) {
     const SYM(_tensor_info) *t = &SYM(_inputs)[i];
-    inputs[i] = malloc(numel(t) * element_size(t->onnx_type) + 1);
+    inputs[i] = malloc(nbytes(t) + 1);
     if (!from_files) fill(inputs[i], t);
   }
-  for (i = 0; i < MACRO(_NUM_OUTPUTS); i++) {
-    const SYM(_tensor_info) *t = &SYM(_outputs)[i];
-    outputs[i] = malloc(numel(t) * element_size(t->onnx_type) + 1);
-  }
+  for (i = 0; i < MACRO(_NUM_OUTPUTS); i++) outputs[i] = malloc(nbytes(&SYM(_outputs)[i]) + 1);
   if (posix_memalign(&workspace, 64, SYM(_workspace_bytes)() + 64) != 0) return 3;
-  if (from_files && !read_inputs(argv[1], inputs)) {
+  if (from_files && !transfer(argv[1], 0, SYM(_inputs), MACRO(_NUM_INPUTS), inputs)) {
     printf("cannot read the inputs from %s\n", argv[1]);
     return 2;
   }
@@ -112,7 +100,7 @@ int main(int argc, char **argv) {
     }
   }
   if (from_files) {
-    if (!write_outputs(argv[2], outputs)) {
+    if (!transfer(argv[2], 1, SYM(_outputs), MACRO(_NUM_OUTPUTS), outputs)) {
       printf("cannot write the outputs to %s\n", argv[2]);
       return 2;
     }
