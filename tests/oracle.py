@@ -85,6 +85,12 @@ def check(model, feeds, oracle="onnxruntime", rtol=1e-5, atol=1e-6, **compile_op
     return got
 
 
+def check_reference(model, feeds, rtol=1e-5, atol=1e-6, **compile_options):
+    """check against onnx.reference: for operators or cases where onnxruntime lacks the
+    operator or departs from the ONNX definition."""
+    return check(model, feeds, "onnx.reference", rtol, atol, **compile_options)
+
+
 def assert_matches_ort(model, feeds, rtol=1e-5, atol=1e-6, **compile_options):
     """Like check, but onnxruntime only (no fallback): the model must run there."""
     got = aotc.compile(model, **compile_options).run(feeds)
