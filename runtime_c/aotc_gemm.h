@@ -4,74 +4,65 @@
  *
  * Layout of packed operands (shared with the compile-time packer in aotc/ops/matmul.py):
  * - packed B: K cut into blocks of AOTC_SGEMM_KC rows; within a block, strips of
- *   AOTC_SGEMM_NR columns, each strip a kc x NR panel stored row by row; ragged strips
- *   padded with +0. Block pc starts at pc * strips * NR floats, strip s at s * kc * NR
- *   within it. NR is the same on every target, so compile-time packing needs no target.
- * - packed A (scratch only): the same with panels of MR rows stored k-major
- *   (a[k * MR + i]); MR depends on the target's register file.
+ *   AOTC_SGEMM_NR = 32 columns, each strip a kc x 32 panel stored row by row; ragged
+ *   strips padded with +0. Block pc starts at pc * strips * 32 floats, strip s at
+ *   s * kc * 32 within it. Every path's register tile is 32 columns wide (two zmm, four
+ *   ymm, or 32 floats in C), so compile-time packing needs no target.
+ * - packed A (scratch, only where it pays): per K-block, each row panel stored k-major
+ *   (a[k * rows + i]), M * kc floats per block; no padding, so its size is target-free.
  *
  * Order of the arithmetic: every C element is one accumulator summed over k = 0..K-1
  * in order (blocks only store and reload it), then + bias_m, then + bias_n, then the
  * activation, applied to each finished tile by the thread that computed it. Every path
- * (tiles, ragged edges, the M = 1 and N = 1 paths) keeps that order, so results do not
- * depend on tiling or on the thread count; the work split is a function of the shape. */
+ * (tiles of any row count, ragged edges, the M = 1 and N = 1 paths) keeps that order,
+ * so results depend neither on tiling nor on the thread count; exact mode gives the
+ * same bits on every path (aotc_gemm_kernels.h). The work split is a function of the
+ * shape only. */
 #ifndef AOTC_GEMM_H_
 #define AOTC_GEMM_H_
 
 #include "aotc_base.h"
 #include "aotc_math.h"
 #include "aotc_threads.h"
+#include "aotc_gemm_kernels.h"
 
 #define AOTC_SGEMM_KC 256
-#define AOTC_SGEMM_NR 32
-#define AOTC_SGEMM_MR_MAX 8   /* scratch is sized for this; every MR divides it */
-#if defined(AOTC_TARGET_AVX512)
-#define AOTC_SGEMM_MR 8
-#elif defined(AOTC_TARGET_AVX2)
-#define AOTC_SGEMM_MR 4
-#else
-#define AOTC_SGEMM_MR 2
-#endif
-#define AOTC_SGEMM_MC 96      /* rows of C per task (a multiple of every MR) */
-#define AOTC_SGEMM_NC 256     /* columns of C per task (a multiple of NR) */
-#define AOTC_SGEMV_NC 128     /* columns of C per task on the M = 1 path */
-#define AOTC_SGEMV_STRIPS (AOTC_SGEMV_NC / AOTC_SGEMM_NR)
+#define AOTC_SGEMM_PANELS_PER_TASK 8   /* row panels per task, at most */
+#define AOTC_SGEMM_STRIPS_PER_TASK 16  /* B strips per task, at most (512 columns) */
+#define AOTC_SGEMM_PACK_A_STRIPS 4     /* A may be packed past this many strips */
 #ifndef AOTC_SGEMV_ROWS_NC
 #define AOTC_SGEMV_ROWS_NC 512  /* columns per task on the M = 1 path over row-major B */
 #endif
 
-/* Full unrolling keeps the register tile in registers. */
-#define AOTC_PRAGMA_(x) _Pragma(#x)
-#if defined(__clang__)
-#define AOTC_UNROLL(n) AOTC_PRAGMA_(unroll n)
-#elif defined(__GNUC__)
-#define AOTC_UNROLL(n) AOTC_PRAGMA_(GCC unroll n)
-#else
-#define AOTC_UNROLL(n)
-#endif
-#if defined(__GNUC__) || defined(__clang__)
-#define AOTC_NOINLINE static __attribute__((noinline, unused))
-#else
-#define AOTC_NOINLINE AOTC_FN
-#endif
-
-
 AOTC_FN int64_t aotc_sgemm_round_up_(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+AOTC_FN int64_t aotc_sgemm_div_up_(int64_t n, int64_t m) { return (n + m - 1) / m; }
 
 /* Floats of a packed B for an N-column, K-row operand. */
 AOTC_FN int64_t aotc_sgemm_packed_b_floats(int64_t N, int64_t K) {
   return K * aotc_sgemm_round_up_(N, AOTC_SGEMM_NR);
 }
 
-AOTC_FN size_t aotc_sgemm_packed_scratch_bytes(int64_t M, int64_t N, int64_t K) {
-  (void)N;
-  if (M <= 1) return 0;
-  return (size_t)aotc_sgemm_round_up_(K * aotc_sgemm_round_up_(M, AOTC_SGEMM_MR_MAX) * 4, 64);
+/* Scratch for packed A is reserved when each row panel meets enough strips of B to
+ * repay the copy (a function of the shape, so callers can size scratch) ... */
+AOTC_FN int aotc_sgemm_may_pack_a_(int64_t M, int64_t N) {
+  return M > 1 && N > AOTC_SGEMM_PACK_A_STRIPS * AOTC_SGEMM_NR;
 }
 
+/* ... and used when reading A in place would be slow: a transposed A, or rows whose
+ * stride is a multiple of 2 KiB, which share few L1 sets. */
+AOTC_FN int aotc_sgemm_packs_a_(int64_t M, int64_t N, int64_t lda, int trans_a) {
+  return aotc_sgemm_may_pack_a_(M, N) && (trans_a || lda % 512 == 0);
+}
+
+AOTC_FN size_t aotc_sgemm_packed_scratch_bytes(int64_t M, int64_t N, int64_t K) {
+  if (!aotc_sgemm_may_pack_a_(M, N)) return 0;
+  return (size_t)aotc_sgemm_round_up_(K * M * 4, 64);
+}
+
+/* Packed A, then packed B (with N = 1, A^T is the packed operand: see aotc_sgemm_run_). */
 AOTC_FN size_t aotc_sgemm_scratch_bytes(int64_t M, int64_t N, int64_t K) {
-  return aotc_sgemm_packed_scratch_bytes(M, N, K) +
-         (size_t)aotc_sgemm_round_up_(aotc_sgemm_packed_b_floats(N, K) * 4, 64);
+  int64_t b_floats = aotc_sgemm_packed_b_floats(N == 1 ? AOTC_MAX(M, 1) : N, K);
+  return aotc_sgemm_packed_scratch_bytes(M, N, K) + (size_t)aotc_sgemm_round_up_(b_floats * 4, 64);
 }
 
 #ifdef AOTC_EXACT
@@ -192,25 +183,19 @@ AOTC_FN void aotc_sgemm_pack_b_strip_(float *AOTC_RESTRICT dst, const float *AOT
   }
 }
 
-/* Panel p of K-block pc of packed A, from A (M x K, or K x M when trans). */
+/* Rows [i0, i0 + rows) of K-block pc of A (M x K, or K x M when trans), k-major. */
 AOTC_FN void aotc_sgemm_pack_a_panel_(float *AOTC_RESTRICT dst, const float *AOTC_RESTRICT A,
-                                      int64_t lda, int trans, int64_t M, int64_t pc,
-                                      int64_t kc, int64_t p) {
-  int64_t i0 = p * AOTC_SGEMM_MR, rows = AOTC_MIN(AOTC_SGEMM_MR, M - i0), k, i;
+                                      int64_t lda, int trans, int64_t pc, int64_t kc,
+                                      int64_t i0, int64_t rows) {
+  int64_t k, i;
   if (trans) {
-    for (k = 0; k < kc; k++) {
-      const float *src = A + (pc + k) * lda + i0;
-      float *col = dst + k * AOTC_SGEMM_MR;
-      for (i = 0; i < rows; i++) col[i] = src[i];
-      for (; i < AOTC_SGEMM_MR; i++) col[i] = 0.0f;
-    }
+    for (k = 0; k < kc; k++)
+      for (i = 0; i < rows; i++) dst[k * rows + i] = A[(pc + k) * lda + i0 + i];
   } else {
     for (i = 0; i < rows; i++) {
       const float *src = A + (i0 + i) * lda + pc;
-      for (k = 0; k < kc; k++) dst[k * AOTC_SGEMM_MR + i] = src[k];
+      for (k = 0; k < kc; k++) dst[k * rows + i] = src[k];
     }
-    for (k = 0; k < kc; k++)
-      for (i = rows; i < AOTC_SGEMM_MR; i++) dst[k * AOTC_SGEMM_MR + i] = 0.0f;
   }
 }
 
@@ -226,125 +211,34 @@ AOTC_FN void aotc_sgemm_pack_b(int64_t N, int64_t K, const float *B, int64_t ldb
   }
 }
 
-/* ---- register tile -------------------------------------------------------------- */
+/* ---- row panels ------------------------------------------------------------------ */
 
-/* One MR x NR tile of C over one K-block: starts from 0 (first) or from C, and on the
- * last block adds the biases (full-length here; edges pass padded copies). */
-AOTC_NOINLINE void aotc_sgemm_tile_(int64_t kc, const float *AOTC_RESTRICT a,
-                                    const float *AOTC_RESTRICT b, float *AOTC_RESTRICT c,
-                                    int64_t ldc, int first, int last,
-                                    const float *AOTC_RESTRICT bias_m,
-                                    const float *AOTC_RESTRICT bias_n) {
-  float acc[AOTC_SGEMM_MR][AOTC_SGEMM_NR];
-  int64_t k;
-  int i, j;
-  AOTC_UNROLL(8)
-  for (i = 0; i < AOTC_SGEMM_MR; i++) {
-    AOTC_UNROLL(32)
-    for (j = 0; j < AOTC_SGEMM_NR; j++) acc[i][j] = first ? 0.0f : c[i * ldc + j];
-  }
-  for (k = 0; k < kc; k++) {
-    const float *bk = b + k * AOTC_SGEMM_NR;
-    AOTC_UNROLL(8)
-    for (i = 0; i < AOTC_SGEMM_MR; i++) {
-      float av = a[k * AOTC_SGEMM_MR + i];
-      AOTC_UNROLL(32)
-      for (j = 0; j < AOTC_SGEMM_NR; j++) acc[i][j] += av * bk[j];
-    }
-  }
-  if (last) {
-    if (bias_m)
-      for (i = 0; i < AOTC_SGEMM_MR; i++)
-        for (j = 0; j < AOTC_SGEMM_NR; j++) acc[i][j] += bias_m[i];
-    if (bias_n)
-      for (i = 0; i < AOTC_SGEMM_MR; i++)
-        for (j = 0; j < AOTC_SGEMM_NR; j++) acc[i][j] += bias_n[j];
-    for (i = 0; i < AOTC_SGEMM_MR; i++)
-      for (j = 0; j < AOTC_SGEMM_NR; j++) acc[i][j] = AOTC_SGEMM_CANON_(acc[i][j]);
-  }
-  AOTC_UNROLL(8)
-  for (i = 0; i < AOTC_SGEMM_MR; i++) {
-    AOTC_UNROLL(32)
-    for (j = 0; j < AOTC_SGEMM_NR; j++) c[i * ldc + j] = acc[i][j];
-  }
-}
+/* Row panels of an M-row product: AOTC_SGEMM_MR rows each, except that a remainder
+ * shorter than MR / 2 is merged with the last full panel and the two split evenly (a
+ * tile of very few rows runs far below the FMA rate). A function of M only. */
+AOTC_FN int64_t aotc_sgemm_panels_(int64_t M) { return aotc_sgemm_div_up_(M, AOTC_SGEMM_MR); }
 
-/* A ragged tile (rows x cols of C): through a full tile in local memory. */
-AOTC_FN void aotc_sgemm_edge_tile_(int64_t kc, const float *a, const float *b, float *c,
-                                   int64_t ldc, int64_t rows, int64_t cols, int first, int last,
-                                   const float *bias_m, const float *bias_n) {
-  float tile[AOTC_SGEMM_MR * AOTC_SGEMM_NR] AOTC_ALIGNED(64);
-  float bm[AOTC_SGEMM_MR], bn[AOTC_SGEMM_NR];
-  int64_t i, j;
-  for (i = 0; i < AOTC_SGEMM_MR; i++) {
-    bm[i] = bias_m && i < rows ? bias_m[i] : 0.0f;
-    for (j = 0; j < AOTC_SGEMM_NR; j++)
-      tile[i * AOTC_SGEMM_NR + j] = !first && i < rows && j < cols ? c[i * ldc + j] : 0.0f;
+AOTC_FN void aotc_sgemm_panel_(int64_t M, int64_t p, int64_t *start, int64_t *rows) {
+  int64_t full = M / AOTC_SGEMM_MR, rem = M % AOTC_SGEMM_MR, half;
+  if (rem == 0 || 2 * rem >= AOTC_SGEMM_MR || full == 0 || p < full - 1) {
+    *start = p * AOTC_SGEMM_MR;
+    *rows = AOTC_MIN(AOTC_SGEMM_MR, M - *start);
+    return;
   }
-  for (j = 0; j < AOTC_SGEMM_NR; j++) bn[j] = bias_n && j < cols ? bias_n[j] : 0.0f;
-  aotc_sgemm_tile_(kc, a, b, tile, AOTC_SGEMM_NR, first, last, bias_m ? bm : NULL,
-                   bias_n ? bn : NULL);
-  for (i = 0; i < rows; i++)
-    for (j = 0; j < cols; j++) c[i * ldc + j] = tile[i * AOTC_SGEMM_NR + j];
-}
-
-/* ---- M = 1: one row of C, streaming B once ---------------------------------------- */
-
-/* acc[g * NR + j] += sum over k < kc of a[k] * b[g * gstride + k * NR + j]:
- * AOTC_SGEMV_STRIPS strips of one packed K-block against the vector a, in registers.
- * (a is read as volatile: one scalar load per k, and it keeps gcc from also
- * vectorizing the k loop, which multiplied the code and compile time twentyfold.) */
-AOTC_NOINLINE void aotc_sgemv_strips_(int64_t kc, const volatile float *a,
-                                      const float *AOTC_RESTRICT b, int64_t gstride,
-                                      float *AOTC_RESTRICT acc_io) {
-  float acc[AOTC_SGEMV_STRIPS][AOTC_SGEMM_NR];
-  int64_t k;
-  int g, j;
-  AOTC_UNROLL(4)
-  for (g = 0; g < AOTC_SGEMV_STRIPS; g++) {
-    AOTC_UNROLL(32)
-    for (j = 0; j < AOTC_SGEMM_NR; j++) acc[g][j] = acc_io[g * AOTC_SGEMM_NR + j];
-  }
-  for (k = 0; k < kc; k++) {
-    float av = a[k];
-    AOTC_UNROLL(4)
-    for (g = 0; g < AOTC_SGEMV_STRIPS; g++) {
-      const float *bk = b + g * gstride + k * AOTC_SGEMM_NR;
-      AOTC_UNROLL(32)
-      for (j = 0; j < AOTC_SGEMM_NR; j++) acc[g][j] += av * bk[j];
-    }
-  }
-  AOTC_UNROLL(4)
-  for (g = 0; g < AOTC_SGEMV_STRIPS; g++) {
-    AOTC_UNROLL(32)
-    for (j = 0; j < AOTC_SGEMM_NR; j++) acc_io[g * AOTC_SGEMM_NR + j] = acc[g][j];
-  }
-}
-
-/* The same for `cols` < AOTC_SGEMV_NC columns (the ragged end of a row). */
-AOTC_FN void aotc_sgemv_narrow_(int64_t kc, const float *AOTC_RESTRICT a,
-                                const float *AOTC_RESTRICT b, int64_t gstride, int64_t cols,
-                                float *AOTC_RESTRICT acc) {
-  int64_t k, c;
-  for (c = 0; c < cols; c += AOTC_SGEMM_NR) {
-    const float *strip = b + c / AOTC_SGEMM_NR * gstride;
-    float *out = acc + c;
-    int64_t j, width = AOTC_MIN(AOTC_SGEMM_NR, cols - c);
-    for (k = 0; k < kc; k++) {
-      float av = a[k];
-      for (j = 0; j < width; j++) out[j] += av * strip[k * AOTC_SGEMM_NR + j];
-    }
-  }
+  half = (AOTC_SGEMM_MR + rem + 1) / 2;
+  *start = (full - 1) * AOTC_SGEMM_MR + (p == full - 1 ? 0 : half);
+  *rows = p == full - 1 ? half : AOTC_SGEMM_MR + rem - half;
 }
 
 /* ---- the driver ---------------------------------------------------------------- */
 
 typedef struct {
-  int64_t M, N, K, lda, ldb, ldc, mblocks, nblocks, panels, strips, kblocks;
+  int64_t M, N, K, lda, ldb, ldc, panels, strips, kblocks;
+  int64_t panels_per_task, strips_per_task, ntasks_n;
   const float *A, *B, *bias_m, *bias_n;
   const aotc_activation *act;   /* NULL: none */
   int trans_a, trans_b;
-  float *C, *pa;       /* pa: packed A (scratch) */
+  float *C, *pa;       /* pa: packed A (scratch), NULL when A is read in place */
   const float *pb;     /* packed B (scratch or compile time) */
   float *pb_out;       /* where to pack B, NULL when B comes packed */
 } aotc_sgemm_job_;
@@ -354,10 +248,10 @@ AOTC_FN void aotc_sgemm_pack_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = (const aotc_sgemm_job_ *)arg;
   int64_t a_tasks = j->pa ? j->kblocks * j->panels : 0;
   if (t < a_tasks) {
-    int64_t pc = t / j->panels * AOTC_SGEMM_KC, p = t % j->panels;
+    int64_t pc = t / j->panels * AOTC_SGEMM_KC, i0, rows;
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
-    aotc_sgemm_pack_a_panel_(j->pa + pc * j->panels * AOTC_SGEMM_MR + p * kc * AOTC_SGEMM_MR,
-                             j->A, j->lda, j->trans_a, j->M, pc, kc, p);
+    aotc_sgemm_panel_(j->M, t % j->panels, &i0, &rows);
+    aotc_sgemm_pack_a_panel_(j->pa + pc * j->M + i0 * kc, j->A, j->lda, j->trans_a, pc, kc, i0, rows);
   } else {
     int64_t u = t - a_tasks, pc = u / j->strips * AOTC_SGEMM_KC, s = u % j->strips;
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
@@ -366,29 +260,38 @@ AOTC_FN void aotc_sgemm_pack_task_(void *arg, int64_t t) {
   }
 }
 
-/* One MC x NC block of C over all of K: K-blocks outermost so C accumulates in order. */
+/* One block of C (a run of row panels x a run of strips) over all of K, K outermost so
+ * C accumulates in order; a row panel of A stays in L1 while the block's strips of B
+ * stream past it from L2. */
 AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = (const aotc_sgemm_job_ *)arg;
-  int64_t i0 = t / j->nblocks * AOTC_SGEMM_MC, c0 = t % j->nblocks * AOTC_SGEMM_NC;
-  int64_t i1 = AOTC_MIN(i0 + AOTC_SGEMM_MC, j->M), c1 = AOTC_MIN(c0 + AOTC_SGEMM_NC, j->N);
-  int64_t pc, i, c;
+  int64_t p0 = t / j->ntasks_n * j->panels_per_task, s0 = t % j->ntasks_n * j->strips_per_task;
+  int64_t p1 = AOTC_MIN(p0 + j->panels_per_task, j->panels);
+  int64_t s1 = AOTC_MIN(s0 + j->strips_per_task, j->strips);
+  int64_t pc, p, s;
   for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
-    int first = pc == 0, last = pc + kc == j->K;
-    const float *ablk = j->pa + pc * j->panels * AOTC_SGEMM_MR;
     const float *bblk = j->pb + pc * j->strips * AOTC_SGEMM_NR;
-    for (i = i0; i < i1; i += AOTC_SGEMM_MR) {
-      const float *ap = ablk + i / AOTC_SGEMM_MR * kc * AOTC_SGEMM_MR;
-      const float *bm = last && j->bias_m ? j->bias_m + i : NULL;
-      for (c = c0; c < c1; c += AOTC_SGEMM_NR) {
-        const float *bp = bblk + c / AOTC_SGEMM_NR * kc * AOTC_SGEMM_NR;
-        const float *bn = last && j->bias_n ? j->bias_n + c : NULL;
+    int first = pc == 0, last = pc + kc == j->K;
+    for (p = p0; p < p1; p++) {
+      int64_t i, rows, ars, aks;
+      const float *a, *bm;
+      aotc_sgemm_tile_fn_ tile;
+      aotc_sgemm_panel_(j->M, p, &i, &rows);
+      tile = aotc_sgemm_tile_for_(rows);
+      if (j->pa) {
+        a = j->pa + pc * j->M + i * kc, ars = 1, aks = rows;
+      } else if (j->trans_a) {
+        a = j->A + pc * j->lda + i, ars = 1, aks = j->lda;
+      } else {
+        a = j->A + i * j->lda + pc, ars = j->lda, aks = 1;
+      }
+      bm = last && j->bias_m ? j->bias_m + i : NULL;
+      for (s = s0; s < s1; s++) {
+        int64_t c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
         float *cp = j->C + i * j->ldc + c;
-        int64_t rows = AOTC_MIN(AOTC_SGEMM_MR, j->M - i), cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
-        if (rows == AOTC_SGEMM_MR && cols == AOTC_SGEMM_NR)
-          aotc_sgemm_tile_(kc, ap, bp, cp, j->ldc, first, last, bm, bn);
-        else
-          aotc_sgemm_edge_tile_(kc, ap, bp, cp, j->ldc, rows, cols, first, last, bm, bn);
+        tile(kc, a, ars, aks, bblk + s * kc * AOTC_SGEMM_NR, cp, j->ldc, cols, first,
+             last, bm, last && j->bias_n ? j->bias_n + c : NULL);
         if (last) aotc_activation_apply_2d(j->act, cp, j->ldc, rows, cols);   /* still in L1 */
       }
     }
@@ -433,15 +336,16 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
   if (!j->pb) {
     aotc_sgemv_rows_(j->K, j->A, astep, j->B + c0, j->ldb, cols, acc);
   } else {
-    float a[AOTC_SGEMM_KC];   /* this K-block of the vector, contiguous */
+    float abuf[AOTC_SGEMM_KC];   /* this K-block of a strided vector, contiguous */
     for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
       int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc), gstride = kc * AOTC_SGEMM_NR, k;
-      const float *b = j->pb + pc * j->strips * AOTC_SGEMM_NR + c0 / AOTC_SGEMM_NR * gstride;
-      for (k = 0; k < kc; k++) a[k] = j->A[(pc + k) * astep];
-      if (cols == AOTC_SGEMV_NC)
-        aotc_sgemv_strips_(kc, a, b, gstride, acc);
-      else
-        aotc_sgemv_narrow_(kc, a, b, gstride, cols, acc);
+      const float *a = j->A + pc;
+      if (astep != 1) {
+        for (k = 0; k < kc; k++) abuf[k] = j->A[(pc + k) * astep];
+        a = abuf;
+      }
+      aotc_sgemv_strips_(kc, a, j->pb + pc * j->strips * AOTC_SGEMM_NR + c0 / AOTC_SGEMM_NR * gstride,
+                         gstride, (int)aotc_sgemm_div_up_(cols, AOTC_SGEMM_NR), acc);
     }
   }
   for (c = 0; c < cols; c++) {
@@ -483,11 +387,11 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   j.M = M; j.N = N; j.K = K; j.lda = lda; j.ldb = ldb; j.ldc = ldc;
   j.A = A; j.B = B; j.C = C; j.trans_a = trans_a; j.trans_b = trans_b;
   j.bias_m = bias_m; j.bias_n = bias_n; j.act = act;
-  j.panels = (M + AOTC_SGEMM_MR - 1) / AOTC_SGEMM_MR;
-  j.strips = (N + AOTC_SGEMM_NR - 1) / AOTC_SGEMM_NR;
-  j.kblocks = (K + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC;
+  j.panels = aotc_sgemm_panels_(M);
+  j.strips = aotc_sgemm_div_up_(N, AOTC_SGEMM_NR);
+  j.kblocks = aotc_sgemm_div_up_(K, AOTC_SGEMM_KC);
   j.pb = packed_b;
-  if (M > 1) j.pa = (float *)(void *)scratch;
+  if (aotc_sgemm_packs_a_(M, N, lda, trans_a)) j.pa = (float *)(void *)scratch;
   if (!packed_b && (M > 1 || trans_b)) {
     j.pb_out = (float *)(void *)(scratch + aotc_sgemm_packed_scratch_bytes(M, N, K));
     j.pb = j.pb_out;
@@ -497,12 +401,15 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                       aotc_sgemm_pack_task_, &j);
   if (M == 1) {
     int64_t width = j.pb ? AOTC_SGEMV_NC : AOTC_SGEMV_ROWS_NC;
-    aotc_parallel_for(pool, (N + width - 1) / width, aotc_sgemv_task_, &j);
+    aotc_parallel_for(pool, aotc_sgemm_div_up_(N, width), aotc_sgemv_task_, &j);
     return;
   }
-  j.mblocks = (M + AOTC_SGEMM_MC - 1) / AOTC_SGEMM_MC;
-  j.nblocks = (N + AOTC_SGEMM_NC - 1) / AOTC_SGEMM_NC;
-  aotc_parallel_for(pool, j.mblocks * j.nblocks, aotc_sgemm_block_task_, &j);
+  /* Blocks of at most 8 panels x 16 strips, the panels and strips shared out evenly. */
+  j.panels_per_task = aotc_sgemm_div_up_(j.panels, aotc_sgemm_div_up_(j.panels, AOTC_SGEMM_PANELS_PER_TASK));
+  j.strips_per_task = aotc_sgemm_div_up_(j.strips, aotc_sgemm_div_up_(j.strips, AOTC_SGEMM_STRIPS_PER_TASK));
+  j.ntasks_n = aotc_sgemm_div_up_(j.strips, j.strips_per_task);
+  aotc_parallel_for(pool, aotc_sgemm_div_up_(j.panels, j.panels_per_task) * j.ntasks_n,
+                    aotc_sgemm_block_task_, &j);
 }
 
 /* C[i,j] = sum_k A[i,k] * B[k,j]  (+ bias_m[i]) (+ bias_n[j]);  i < M, j < N, k < K.

@@ -10,10 +10,10 @@ import numpy as np
 from .. import dtypes
 from .base import OpDef, TensorType, broadcast_shapes, c_float, c_ints, strides
 
-# Must match runtime_c/aotc_gemm.h.
+# Must match runtime_c/aotc_gemm.h and aotc_gemm_kernels.h.
 KC = 256          # rows of B per K-block
-NR = 32           # columns per strip of packed B
-MR_MAX = 8        # packed A is sized for the largest row panel of any target
+NR = 32           # columns per strip of packed B: every path's register tile width
+PACK_A_STRIPS = 4  # scratch for packed A is reserved when N exceeds this many strips
 
 FLOAT = (np.float32,)
 INTS = (np.int32, np.int64)
@@ -24,15 +24,18 @@ def _round_up(n, m):
 
 
 def sgemm_packed_scratch_bytes(M, N, K):
-    """Scratch of aotc_sgemm_packed (the packed A panels; none for one row)."""
-    if M <= 1:
+    """Scratch of aotc_sgemm_packed: room for A packed k-major (M * K floats) where the
+    kernel may pack it; none for one row or few columns."""
+    if M <= 1 or N <= PACK_A_STRIPS * NR:
         return 0
-    return _round_up(K * _round_up(M, MR_MAX) * 4, 64)
+    return _round_up(K * M * 4, 64)
 
 
 def sgemm_scratch_bytes(M, N, K):
-    """Scratch of aotc_sgemm(M, N, K): packed A, then packed B."""
-    return sgemm_packed_scratch_bytes(M, N, K) + _round_up(K * _round_up(N, NR) * 4, 64)
+    """Scratch of aotc_sgemm(M, N, K): packed A, then packed B (for N = 1 the product
+    runs transposed and A^T is the packed operand)."""
+    b_cols = max(M, 1) if N == 1 else N
+    return sgemm_packed_scratch_bytes(M, N, K) + _round_up(K * _round_up(b_cols, NR) * 4, 64)
 
 
 def pack_b(b):

@@ -1,0 +1,271 @@
+/* aotc runtime: the register tiles of the matrix product (included by aotc_gemm.h).
+ *
+ * One tile is `rows` (<= AOTC_SGEMM_MR) x 32 columns of C over one K-block: every path
+ * reads the same packed B strips (AOTC_SGEMM_NR = 32 columns, +0 padded), so packing
+ * never depends on the path. Paths, chosen by the target macro and what the compiler
+ * was told the machine has (a build without -mavx512f falls back, never fails):
+ *   AVX-512  14 x 32: 28 zmm accumulators, 2 for B, A broadcast from memory;
+ *   AVX2      3 x 32: 12 ymm accumulators, 4 for B;
+ *   generic   4 x 32 in plain C (the compiler vectorizes the 32 columns as it can).
+ * Arithmetic: each C element is one accumulator, acc = acc + a[k] * b[k] for k in
+ * order; fast mode fuses that into one FMA where the ISA has it, exact mode rounds the
+ * product and the sum separately. Masked loads and stores handle ragged columns. */
+#ifndef AOTC_GEMM_KERNELS_H_
+#define AOTC_GEMM_KERNELS_H_
+
+#include "aotc_base.h"
+
+#if defined(AOTC_TARGET_AVX512) && defined(__AVX512F__)
+#define AOTC_SGEMM_PATH_AVX512 1
+#elif (defined(AOTC_TARGET_AVX512) || defined(AOTC_TARGET_AVX2)) && defined(__AVX2__) && \
+    (defined(__FMA__) || defined(AOTC_EXACT))
+#define AOTC_SGEMM_PATH_AVX2 1
+#else
+#define AOTC_SGEMM_PATH_GENERIC 1
+#endif
+
+#define AOTC_SGEMM_NR 32
+
+#if defined(__GNUC__) || defined(__clang__)
+#define AOTC_INLINE_ALWAYS static inline __attribute__((always_inline, unused))
+#define AOTC_NOINLINE static __attribute__((noinline, unused))
+#else
+#define AOTC_INLINE_ALWAYS AOTC_FN
+#define AOTC_NOINLINE AOTC_FN
+#endif
+
+/* ---- vectors of each path: AOTC_VW floats ------------------------------------------ */
+
+#if defined(AOTC_SGEMM_PATH_AVX512)
+#include <immintrin.h>
+#define AOTC_SGEMM_MR 14   /* tiles exist for 1..3, 4 and 5..14 rows: see below */
+#define AOTC_VW 16
+typedef __m512 aotc_v_;
+AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
+  return (__mmask16)(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
+}
+#define AOTC_V_ZERO() _mm512_setzero_ps()
+#define AOTC_V_SET1(x) _mm512_set1_ps(x)
+#define AOTC_V_LOAD(p) _mm512_loadu_ps(p)
+#define AOTC_V_LOADN(p, n) _mm512_maskz_loadu_ps(aotc_v_mask_(n), p)
+#define AOTC_V_STOREN(p, v, n) _mm512_mask_storeu_ps(p, aotc_v_mask_(n), v)
+#define AOTC_V_ADD(x, y) _mm512_add_ps(x, y)
+#define AOTC_V_MUL(x, y) _mm512_mul_ps(x, y)
+#define AOTC_V_FMA(x, y, z) _mm512_fmadd_ps(x, y, z)
+#define AOTC_V_CANON(v) \
+  _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)))
+
+#elif defined(AOTC_SGEMM_PATH_AVX2)
+#include <immintrin.h>
+#define AOTC_SGEMM_MR 3
+#define AOTC_VW 8
+typedef __m256 aotc_v_;
+AOTC_INLINE_ALWAYS __m256i aotc_v_mask_(int64_t n) {
+  int m = (int)(n >= 8 ? 8 : n <= 0 ? 0 : n);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#define AOTC_V_ZERO() _mm256_setzero_ps()
+#define AOTC_V_SET1(x) _mm256_set1_ps(x)
+#define AOTC_V_LOAD(p) _mm256_loadu_ps(p)
+#define AOTC_V_LOADN(p, n) _mm256_maskload_ps(p, aotc_v_mask_(n))
+#define AOTC_V_STOREN(p, v, n) _mm256_maskstore_ps(p, aotc_v_mask_(n), v)
+#define AOTC_V_ADD(x, y) _mm256_add_ps(x, y)
+#define AOTC_V_MUL(x, y) _mm256_mul_ps(x, y)
+#define AOTC_V_FMA(x, y, z) _mm256_fmadd_ps(x, y, z)
+#define AOTC_V_CANON(v) \
+  _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), _mm256_cmp_ps(v, v, _CMP_UNORD_Q))
+
+#else
+#define AOTC_SGEMM_MR 4
+#define AOTC_VW 1
+typedef float aotc_v_;
+#define AOTC_V_ZERO() 0.0f
+#define AOTC_V_SET1(x) (x)
+#define AOTC_V_LOAD(p) (*(p))
+#define AOTC_V_LOADN(p, n) ((n) > 0 ? *(p) : 0.0f)
+#define AOTC_V_STOREN(p, v, n) do { if ((n) > 0) *(p) = (v); } while (0)
+#define AOTC_V_ADD(x, y) ((x) + (y))
+#define AOTC_V_MUL(x, y) ((x) * (y))
+#define AOTC_V_FMA(x, y, z) ((x) * (y) + (z))   /* contracted only in fast mode */
+#define AOTC_V_CANON(v) ((v) != (v) ? aotc_f32_from_bits(0x7FC00000u) : (v))
+#endif
+
+#define AOTC_NV (AOTC_SGEMM_NR / AOTC_VW)   /* vectors per tile row */
+
+/* acc + x * y: one rounding in fast mode (FMA), two in exact mode. */
+#ifdef AOTC_EXACT
+#define AOTC_V_MADD(x, y, acc) AOTC_V_ADD(acc, AOTC_V_MUL(x, y))
+#define AOTC_V_FINISH(v) AOTC_V_CANON(v)
+#else
+#define AOTC_V_MADD(x, y, acc) AOTC_V_FMA(x, y, acc)
+#define AOTC_V_FINISH(v) (v)
+#endif
+
+/* Full unrolling keeps the register tile in registers. */
+#define AOTC_PRAGMA_(x) _Pragma(#x)
+#if defined(__clang__)
+#define AOTC_UNROLL(n) AOTC_PRAGMA_(unroll n)
+#elif defined(__GNUC__)
+#define AOTC_UNROLL(n) AOTC_PRAGMA_(GCC unroll n)
+#else
+#define AOTC_UNROLL(n)
+#endif
+
+/* ---- the tile ------------------------------------------------------------------------ */
+
+/* C[i, 0:cols] for i < rows over one K-block of kc: A element (i, k) at a[i * ars + k * aks]
+ * (a packed or transposed A has ars = 1, a row-major A has aks = 1), B the kc x 32 strip
+ * b. Starts from 0 (first) or from C; on the last block adds bias_m[i], then
+ * bias_n[j] (either NULL), and rewrites NaN in exact mode. */
+AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
+                                             const float *AOTC_RESTRICT a, int64_t ars,
+                                             int64_t aks, const float *AOTC_RESTRICT b,
+                                             float *AOTC_RESTRICT c, int64_t ldc, int64_t cols,
+                                             int first, int last, const float *bias_m,
+                                             const float *bias_n) {
+  aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
+  int64_t k;
+  int i, v;
+  AOTC_UNROLL(16)
+  for (i = 0; i < rows; i++) {
+    AOTC_UNROLL(32)
+    for (v = 0; v < AOTC_NV; v++)
+      acc[i][v] = first ? AOTC_V_ZERO() : AOTC_V_LOADN(c + i * ldc + v * AOTC_VW, cols - v * AOTC_VW);
+  }
+  for (k = 0; k < kc; k++) {
+    aotc_v_ bv[AOTC_NV];
+    AOTC_UNROLL(32)
+    for (v = 0; v < AOTC_NV; v++) bv[v] = AOTC_V_LOAD(b + v * AOTC_VW);
+    AOTC_UNROLL(16)
+    for (i = 0; i < rows; i++) {
+      aotc_v_ av = AOTC_V_SET1(a[i * ars]);
+      AOTC_UNROLL(32)
+      for (v = 0; v < AOTC_NV; v++) acc[i][v] = AOTC_V_MADD(av, bv[v], acc[i][v]);
+    }
+    a += aks;
+    b += AOTC_SGEMM_NR;
+  }
+  if (last) {
+    AOTC_UNROLL(16)
+    for (i = 0; i < rows; i++) {
+      AOTC_UNROLL(32)
+      for (v = 0; v < AOTC_NV; v++) {
+        aotc_v_ x = acc[i][v];
+        if (bias_m) x = AOTC_V_ADD(x, AOTC_V_SET1(bias_m[i]));
+        if (bias_n) x = AOTC_V_ADD(x, AOTC_V_LOADN(bias_n + v * AOTC_VW, cols - v * AOTC_VW));
+        acc[i][v] = AOTC_V_FINISH(x);
+      }
+    }
+  }
+  AOTC_UNROLL(16)
+  for (i = 0; i < rows; i++) {
+    AOTC_UNROLL(32)
+    for (v = 0; v < AOTC_NV; v++)
+      AOTC_V_STOREN(c + i * ldc + v * AOTC_VW, acc[i][v], cols - v * AOTC_VW);
+  }
+}
+
+typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int64_t aks,
+                                    const float *b, float *c, int64_t ldc, int64_t cols,
+                                    int first, int last, const float *bias_m,
+                                    const float *bias_n);
+
+/* One compiled tile per row count, each with its loops fully unrolled; A is k-major
+ * (ars = 1) or row-major (aks = 1). */
+#define AOTC_SGEMM_TILE_ROWS_(R)                                                           \
+  AOTC_NOINLINE void aotc_sgemm_tile_##R##_(int64_t kc, const float *a, int64_t ars,        \
+                                            int64_t aks, const float *b, float *c,          \
+                                            int64_t ldc, int64_t cols, int first, int last, \
+                                            const float *bias_m, const float *bias_n) {     \
+    if (ars == 1) /* k-major A: rows at fixed offsets */                                  \
+      aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, c, ldc, cols, first, last, bias_m, bias_n); \
+    else                                                                                   \
+      aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, c, ldc, cols, first, last, bias_m, bias_n); \
+  }
+AOTC_SGEMM_TILE_ROWS_(1)
+AOTC_SGEMM_TILE_ROWS_(2)
+AOTC_SGEMM_TILE_ROWS_(3)
+#if AOTC_SGEMM_MR >= 4
+AOTC_SGEMM_TILE_ROWS_(4)
+#endif
+#if AOTC_SGEMM_MR >= 14
+AOTC_SGEMM_TILE_ROWS_(5)
+AOTC_SGEMM_TILE_ROWS_(6)
+AOTC_SGEMM_TILE_ROWS_(7)
+AOTC_SGEMM_TILE_ROWS_(8)
+AOTC_SGEMM_TILE_ROWS_(9)
+AOTC_SGEMM_TILE_ROWS_(10)
+AOTC_SGEMM_TILE_ROWS_(11)
+AOTC_SGEMM_TILE_ROWS_(12)
+AOTC_SGEMM_TILE_ROWS_(13)
+AOTC_SGEMM_TILE_ROWS_(14)
+#endif
+
+/* The tile for `rows` (1..AOTC_SGEMM_MR) rows. */
+AOTC_FN aotc_sgemm_tile_fn_ aotc_sgemm_tile_for_(int64_t rows) {
+  static const aotc_sgemm_tile_fn_ tiles[] = {
+    aotc_sgemm_tile_1_, aotc_sgemm_tile_2_, aotc_sgemm_tile_3_,
+#if AOTC_SGEMM_MR >= 4
+    aotc_sgemm_tile_4_,
+#endif
+#if AOTC_SGEMM_MR >= 14
+    aotc_sgemm_tile_5_, aotc_sgemm_tile_6_, aotc_sgemm_tile_7_, aotc_sgemm_tile_8_,
+    aotc_sgemm_tile_9_, aotc_sgemm_tile_10_, aotc_sgemm_tile_11_, aotc_sgemm_tile_12_,
+    aotc_sgemm_tile_13_, aotc_sgemm_tile_14_,
+#endif
+  };
+  return tiles[rows - 1];
+}
+
+/* ---- one row of C (M = 1) -------------------------------------------------------------- */
+
+#define AOTC_SGEMV_STRIPS 4   /* strips of packed B per pass over a K-block */
+#define AOTC_SGEMV_NC (AOTC_SGEMV_STRIPS * AOTC_SGEMM_NR)
+
+/* acc[g * 32 + j] += sum over k < kc, in order, of a[k] * strip_g[k * 32 + j], for the
+ * `strips` (<= AOTC_SGEMV_STRIPS) strips at b + g * gstride: B read once, in order. */
+AOTC_NOINLINE void aotc_sgemv_strips_(int64_t kc, const float *AOTC_RESTRICT a,
+                                      const float *AOTC_RESTRICT b, int64_t gstride,
+                                      int strips, float *AOTC_RESTRICT acc_io) {
+  aotc_v_ acc[AOTC_SGEMV_STRIPS][AOTC_NV];
+  int64_t k;
+  int g, v;
+  if (strips == AOTC_SGEMV_STRIPS) {
+    AOTC_UNROLL(4)
+    for (g = 0; g < AOTC_SGEMV_STRIPS; g++) {
+      AOTC_UNROLL(32)
+      for (v = 0; v < AOTC_NV; v++) acc[g][v] = AOTC_V_LOAD(acc_io + g * AOTC_SGEMM_NR + v * AOTC_VW);
+    }
+    for (k = 0; k < kc; k++) {
+      aotc_v_ av = AOTC_V_SET1(a[k]);
+      AOTC_UNROLL(4)
+      for (g = 0; g < AOTC_SGEMV_STRIPS; g++) {
+        AOTC_UNROLL(32)
+        for (v = 0; v < AOTC_NV; v++)
+          acc[g][v] = AOTC_V_MADD(av, AOTC_V_LOAD(b + g * gstride + k * AOTC_SGEMM_NR + v * AOTC_VW),
+                                  acc[g][v]);
+      }
+    }
+    AOTC_UNROLL(4)
+    for (g = 0; g < AOTC_SGEMV_STRIPS; g++) {
+      AOTC_UNROLL(32)
+      for (v = 0; v < AOTC_NV; v++) AOTC_V_STOREN(acc_io + g * AOTC_SGEMM_NR + v * AOTC_VW, acc[g][v], AOTC_VW);
+    }
+    return;
+  }
+  for (g = 0; g < strips; g++) {   /* the ragged end of the row: one strip at a time */
+    const float *strip = b + g * gstride;
+    AOTC_UNROLL(32)
+    for (v = 0; v < AOTC_NV; v++) acc[0][v] = AOTC_V_LOAD(acc_io + g * AOTC_SGEMM_NR + v * AOTC_VW);
+    for (k = 0; k < kc; k++) {
+      aotc_v_ av = AOTC_V_SET1(a[k]);
+      AOTC_UNROLL(32)
+      for (v = 0; v < AOTC_NV; v++)
+        acc[0][v] = AOTC_V_MADD(av, AOTC_V_LOAD(strip + k * AOTC_SGEMM_NR + v * AOTC_VW), acc[0][v]);
+    }
+    AOTC_UNROLL(32)
+    for (v = 0; v < AOTC_NV; v++) AOTC_V_STOREN(acc_io + g * AOTC_SGEMM_NR + v * AOTC_VW, acc[0][v], AOTC_VW);
+  }
+}
+
+#endif

@@ -1,0 +1,194 @@
+"""The GEMM engine on every kernel path: AVX-512, AVX2 and generic C builds.
+
+One model holds many products (ragged M, N, K; K past one 256-row block; K = 1; N = 1;
+M = 1; transposed operands; run-time and compile-time B; an A that the kernel packs)
+and a Linear with each activation in its tile epilogue, so one compile per target and
+mode checks them all: against a float64 reference, fast-mode bits for 1 and 2 threads,
+and exact-mode bits equal across the three paths, the thread counts and the unfused
+operators. The compile-time packing is checked byte for byte against the C packer.
+"""
+import importlib.util
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import aotc
+from aotc import build, resources
+from aotc.ops.matmul import pack_b
+from oracle import make_model, random
+
+TARGETS = ["avx512", "avx2", "generic"]
+NATIVE = build.resolve_target("native")
+
+# (M, N, K, form): form "b" run-time B, "const" compile-time packed B, "gemm_tt"
+# Gemm with transA, transB and a bias row.
+PRODUCTS = [
+    (37, 45, 300, "b"),      # ragged everywhere, K past one block
+    (15, 33, 257, "b"),      # 15 rows: one full panel + a short one, merged and split
+    (70, 1, 300, "b"),       # N = 1: runs as a row of C^T
+    (9, 70, 1, "b"),         # K = 1
+    (1, 70, 513, "b"),       # M = 1 over row-major B
+    (29, 130, 40, "b"),      # more than 4 strips: A read in place (row stride 40)
+    (20, 200, 512, "b"),     # row stride of 2 KiB: A packed; K two whole blocks
+    (3, 5, 7, "b"),
+    (37, 45, 300, "const"),
+    (1, 200, 300, "const"),  # M = 1 over packed B (the GEMV strips)
+    (33, 150, 260, "const"),
+    (19, 150, 300, "gemm_tt"),   # transposed A, packed per call
+    (1, 40, 33, "gemm_tt"),
+]
+ACTIVATIONS = [("Relu", {}), ("LeakyRelu", {"alpha": 0.3}), ("HardSigmoid", {}), ("HardSwish", {}),
+               ("Sigmoid", {}), ("Tanh", {}), ("Gelu", {}), ("Gelu", {"approximate": "tanh"}),
+               ("Clip", {})]
+EXACT_OPS = {"Relu", "Sigmoid", "Tanh", "Gelu", "Clip"}   # standalone ops with exact kernels
+LINEAR = (23, 45, 300)   # M, N, K of each activation's branch
+
+
+def _model(activations):
+    nodes, inputs, outputs, inits = [], [], [], {}
+    for i, (M, N, K, form) in enumerate(PRODUCTS):
+        a, b, y = f"a{i}", f"b{i}", f"y{i}"
+        if form == "gemm_tt":
+            inputs += [(a, np.float32, (K, M)), (b, np.float32, (N, K))]
+            inits[f"c{i}"] = random((N,), seed=500 + i)
+            nodes.append(helper.make_node("Gemm", [a, b, f"c{i}"], [y], transA=1, transB=1))
+        else:
+            inputs.append((a, np.float32, (M, K)))
+            if form == "const":
+                inits[b] = random((K, N), seed=300 + i)
+            else:
+                inputs.append((b, np.float32, (K, N)))
+            nodes.append(helper.make_node("MatMul", [a, b], [y]))
+        outputs.append((y, np.float32, None))
+    M, N, K = LINEAR
+    inputs.append(("x", np.float32, (M, K)))
+    for i, (op, attrs) in enumerate(activations):
+        inits[f"w{i}"], inits[f"bias{i}"] = random((K, N), seed=600 + i), random((N,), seed=700 + i)
+        nodes += [helper.make_node("MatMul", ["x", f"w{i}"], [f"p{i}"]),
+                  helper.make_node("Add", [f"p{i}", f"bias{i}"], [f"s{i}"])]
+        if op == "Clip":
+            inits["lo"], inits["hi"] = np.array(-0.25, np.float32), np.array(1.0, np.float32)
+            nodes.append(helper.make_node("Clip", [f"s{i}", "lo", "hi"], [f"act{i}"]))
+        else:
+            nodes.append(helper.make_node(op, [f"s{i}"], [f"act{i}"], **attrs))
+        outputs.append((f"act{i}", np.float32, None))
+    return make_model(nodes, inputs, outputs, inits, opset=20), inits
+
+
+MODEL, INITS = _model(ACTIVATIONS)
+# exact mode, comparable with the unfused operators
+EXACT_ACTIVATIONS = [a for a in ACTIVATIONS if a[0] in EXACT_OPS]
+EXACT_MODEL, _ = _model(EXACT_ACTIVATIONS)
+LINEARS = sum(form == "const" for *_, form in PRODUCTS)   # const-B MatMuls become Linear too
+
+
+def _feeds():
+    feeds = {}
+    for i, (M, N, K, form) in enumerate(PRODUCTS):
+        feeds[f"a{i}"] = random((K, M) if form == "gemm_tt" else (M, K), seed=100 + i)
+        if form != "const":
+            feeds[f"b{i}"] = random((N, K) if form == "gemm_tt" else (K, N), seed=200 + i)
+    feeds["x"] = random(LINEAR[::2], seed=99)
+    return feeds
+
+
+FEEDS = _feeds()
+
+
+def _reference(i):
+    """Product i in float64."""
+    M, N, K, form = PRODUCTS[i]
+    a = FEEDS[f"a{i}"].astype(np.float64)
+    b = (INITS if form == "const" else FEEDS)[f"b{i}"].astype(np.float64)
+    if form == "gemm_tt":
+        return a.T @ b.T + INITS[f"c{i}"]
+    return a @ b
+
+
+def _bits(outputs):
+    return {k: v.view(np.uint32) for k, v in outputs.items()}
+
+
+def _skip_unless_runnable(target):
+    if target == "avx512" and NATIVE != "avx512" or target == "avx2" and NATIVE == "generic":
+        pytest.skip(f"this machine does not run {target} code")
+
+
+def _exact_bits(target, threads):
+    session = aotc.compile(EXACT_MODEL, mode="exact", target=target, threads=threads)
+    return _bits(session.run(FEEDS))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_path_matches_float64_and_threads_agree(target):
+    _skip_unless_runnable(target)
+    one = aotc.compile(MODEL, target=target, threads=1)
+    assert one.report["target"] == target
+    got = one.run(FEEDS)
+    for i, (M, N, K, _) in enumerate(PRODUCTS):
+        np.testing.assert_allclose(got[f"y{i}"], _reference(i), rtol=1e-5, atol=2e-6 * K,
+                                   err_msg=f"product {PRODUCTS[i]}")
+    two = aotc.compile(MODEL, target=target, threads=2).run(FEEDS)
+    for name in got:
+        np.testing.assert_array_equal(got[name].view(np.uint32), two[name].view(np.uint32),
+                                      err_msg=f"{name}: 2 threads differ from 1")
+
+
+def test_exact_mode_bits_are_the_same_on_every_path_and_thread_count():
+    runnable = [t for t in TARGETS if not (t == "avx512" and NATIVE != "avx512" or
+                                           t == "avx2" and NATIVE == "generic")]
+    unfused = _bits(aotc.compile(EXACT_MODEL, mode="exact", target="generic", opt_level="none",
+                                 threads=1).run(FEEDS))
+    fused = aotc.compile(EXACT_MODEL, mode="exact", target="generic", threads=1)
+    assert fused.report["nodes_after"].get("Linear") == LINEARS + len(EXACT_ACTIVATIONS), \
+        fused.report["nodes_after"]
+    for target in runnable:
+        for threads in (1, 2):
+            got = _exact_bits(target, threads)
+            for name, want in unfused.items():   # the fused epilogue gives the separate ops' bits
+                np.testing.assert_array_equal(got[name], want, err_msg=f"{target}, {threads} threads: {name}")
+    for i, (M, N, K, _) in enumerate(PRODUCTS):
+        np.testing.assert_allclose(unfused[f"y{i}"].view(np.float32), _reference(i), rtol=1e-5,
+                                   atol=2e-6 * K)
+
+
+def test_epilogues_match_the_separate_operators_in_fast_mode():
+    fused = aotc.compile(MODEL, threads=1)
+    assert fused.report["nodes_after"].get("Linear") == LINEARS + len(ACTIVATIONS), \
+        fused.report["nodes_after"]
+    plain = aotc.compile(MODEL, threads=1, opt_level="none").run(FEEDS)
+    got = fused.run(FEEDS)
+    for i in range(len(ACTIVATIONS)):
+        np.testing.assert_allclose(got[f"act{i}"], plain[f"act{i}"], rtol=1e-6, atol=1e-6,
+                                   err_msg=str(ACTIVATIONS[i]))
+
+
+def _c_packer():
+    """aotc_sgemm_pack_b of runtime_c/aotc_gemm.h, built through cffi."""
+    import cffi
+    ffi = cffi.FFI()
+    ffi.cdef("void pack(int64_t N, int64_t K, const float *B, int trans, float *dst);")
+    ffi.set_source("_aotc_test_gemm_pack", """
+        #include "aotc_gemm.h"
+        void pack(int64_t N, int64_t K, const float *B, int trans, float *dst) {
+          aotc_sgemm_pack_b(N, K, B, trans ? K : N, trans, dst);
+        }""", include_dirs=[str(resources.runtime_dir())], extra_compile_args=["-std=c99"])
+    return ffi
+
+
+def test_python_packing_gives_the_c_packers_bytes(tmp_path):
+    ffi = _c_packer()
+    path = ffi.compile(tmpdir=str(tmp_path), verbose=False)
+    spec = importlib.util.spec_from_file_location("_aotc_test_gemm_pack", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for K, N in [(300, 70), (1, 1), (256, 32), (513, 33), (7, 100)]:
+        b = random((K, N), seed=K + N)
+        want = pack_b(b)
+        for trans, src in ((0, b), (1, np.ascontiguousarray(b.T))):
+            got = np.full(want.size + 16, np.nan, np.float32)   # guard past the end
+            module.lib.pack(N, K, module.ffi.cast("const float *", src.ctypes.data), trans,
+                            module.ffi.cast("float *", got.ctypes.data))
+            np.testing.assert_array_equal(got[:want.size].view(np.uint32), want.view(np.uint32))
+            assert np.isnan(got[want.size:]).all(), "the C packer wrote past the packed size"
