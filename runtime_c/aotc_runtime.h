@@ -8,6 +8,7 @@
 #include "aotc_threads.h"
 #include "aotc_elementwise.h"
 #include "aotc_math.h"
+#include "aotc_activation.h"
 #include "aotc_layout.h"
 #include "aotc_index.h"
 #include "aotc_gemm.h"

@@ -73,6 +73,26 @@ def test_shrink_on_integers(dtype):
     np.testing.assert_array_equal(got, want.astype(dtype))
 
 
+def test_every_activation_folds_on_a_constant_input_to_what_its_kernel_computes():
+    """The numpy evaluation of each activation (used for constant folding) against its C
+    kernel: the same op on the same values, once folded and once run."""
+    c = values((3, 11), np.float32, seed=9, low=-6, high=6)
+    nodes, outputs = [], []
+    for i, (op, (attr_sets, _)) in enumerate(ACTIVATIONS.items()):
+        attrs = attr_sets[-1]
+        nodes += [helper.make_node(op, ["c"], [f"folded{i}"], **attrs),
+                  helper.make_node(op, ["x"], [f"r{i}"], **attrs),
+                  helper.make_node("Add", [f"folded{i}", "zero"], [f"f{i}"])]
+        outputs += [(f"f{i}", np.float32, None), (f"r{i}", np.float32, None)]
+    m = make_model(nodes, [("x", np.float32, (3, 11)), ("zero", np.float32, (1,))], outputs,
+                   {"c": c}, opset=18)
+    sess = aotc.compile(m)
+    assert sess.report["passes"]["constant-fold"] >= len(ACTIVATIONS)
+    got = sess.run({"x": c, "zero": np.zeros(1, np.float32)})
+    for i in range(len(ACTIVATIONS)):
+        np.testing.assert_allclose(got[f"f{i}"], got[f"r{i}"], rtol=1e-6, atol=1e-7, err_msg=list(ACTIVATIONS)[i])
+
+
 def test_activations_chain_with_attributes():
     nodes = [helper.make_node("LeakyRelu", ["x"], ["a"], alpha=0.2),
              helper.make_node("HardSigmoid", ["a"], ["y"], alpha=0.3, beta=0.4)]

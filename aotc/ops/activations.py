@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 
 from .. import dtypes
-from .base import OpDef, TensorType
+from .base import OpDef, TensorType, c_float
 from .unary import (EXACT, FLOAT32_EXACT, Row, in_compute_types, literal, math_fn, saturate, to_dtype, unary_loop,
                     unary_op)
 
@@ -90,6 +90,43 @@ def _hard_sigmoid(x, alpha, beta):
     return np.clip(x * x.dtype.type(alpha) + x.dtype.type(beta), 0, 1)
 
 
+# ---- the activations a product's tile epilogue applies (runtime_c/aotc_activation.h):
+# computed in float, the standalone operator is the same AOTC_ACTIVATION expression, so
+# a fused activation gives the bits of the separate one
+
+EPILOGUE_KINDS = {"Relu": "RELU", "LeakyRelu": "LEAKY_RELU", "Clip": "CLIP", "HardSigmoid": "HARD_SIGMOID",
+                  "HardSwish": "HARD_SWISH", "Sigmoid": "SIGMOID", "Tanh": "TANH", "Gelu": "GELU"}
+
+
+def epilogue_params(op_type, attr):
+    """(aotc_act_kind without AOTC_ACT_, a, b) of an activation whose attributes (ONNX
+    names; Clip's bounds as min/max) `attr(key, default)` reads."""
+    if op_type == "LeakyRelu":
+        return "LEAKY_RELU", float(np.float32(attr("alpha", 0.01))), 0.0
+    if op_type == "HardSigmoid":
+        return "HARD_SIGMOID", float(np.float32(attr("alpha", 0.2))), float(np.float32(attr("beta", 0.5)))
+    if op_type == "Clip":
+        return "CLIP", attr("min", -np.inf), attr("max", np.inf)
+    if op_type == "Gelu" and attr("approximate", "none") in ("tanh", b"tanh"):
+        return "GELU_TANH", 0.0, 0.0
+    return EPILOGUE_KINDS[op_type], 0.0, 0.0
+
+
+def epilogue_expression(kind, a, b, x="X"):
+    """AOTC_ACTIVATION over the float `x`; a, b numbers or C expressions."""
+    a, b = (c_float(v) if isinstance(v, (int, float)) else v for v in (a, b))
+    return f"AOTC_ACTIVATION({kind}, {x}, {a}, {b})"
+
+
+def _in_float_as_epilogue(op_type, c_other):
+    """A row's C builder: the epilogue's expression where the compute type is float."""
+    def c(ctx, dt):
+        if dtypes.compute_dtype(dt) != np.float32:
+            return c_other(ctx, dt)
+        return epilogue_expression(*epilogue_params(op_type, ctx.attr))
+    return c
+
+
 def _sigmoid_c(dt, scale="X"):
     return f"(1 / (1 + {math_fn(dt, 'exp')}(-{scale})))"
 
@@ -99,28 +136,39 @@ def _sigmoid(x):
 
 
 ACTIVATIONS = {
-    "Relu": Row(6, dtypes.SIGNED, lambda ctx, x: np.maximum(x, 0), lambda ctx, dt: "(X > 0 ? X : 0)", None, EXACT),
-    "LeakyRelu": Row(6, F, lambda ctx, x: np.where(x >= 0, x, x * x.dtype.type(_attr(ctx, "alpha", 0.01)), None, EXACT),
-                     lambda ctx, dt: f"(X >= 0 ? X : X * {_lit_attr(ctx, dt, 'alpha', 0.01)})"),
-    "Elu": Row(6, F, lambda ctx, x: np.where(x >= 0, x, _attr(ctx, "alpha", 1.0) * (np.exp(x) - 1)), _elu_c, None, FLOAT32_EXACT),
+    "Relu": Row(6, dtypes.SIGNED, lambda ctx, x: np.maximum(x, 0),
+                _in_float_as_epilogue("Relu", lambda ctx, dt: "(X > 0 ? X : 0)"), None, EXACT),
+    "LeakyRelu": Row(6, F, lambda ctx, x: np.where(x >= 0, x, x * x.dtype.type(_attr(ctx, "alpha", 0.01))),
+                     _in_float_as_epilogue("LeakyRelu", lambda ctx, dt:
+                                           f"(X >= 0 ? X : X * {_lit_attr(ctx, dt, 'alpha', 0.01)})"),
+                     None, EXACT),
+    "Elu": Row(6, F, lambda ctx, x: np.where(x >= 0, x, _attr(ctx, "alpha", 1.0) * (np.exp(x) - 1)), _elu_c,
+               None, FLOAT32_EXACT),
     "Selu": Row(6, F, _selu, _selu_c, None, FLOAT32_EXACT),
     "Celu": Row(12, F, _celu, _celu_c, None, FLOAT32_EXACT),
-    "ThresholdedRelu": Row(10, F, lambda ctx, x: np.where(x > _attr(ctx, "alpha", 1.0), x, 0, None, EXACT),
-                           lambda ctx, dt: f"(X > {_lit_attr(ctx, dt, 'alpha', 1.0)} ? X : 0)"),
+    "ThresholdedRelu": Row(10, F, lambda ctx, x: np.where(x > _attr(ctx, "alpha", 1.0), x, 0),
+                           lambda ctx, dt: f"(X > {_lit_attr(ctx, dt, 'alpha', 1.0)} ? X : 0)", None, EXACT),
     "Shrink": Row(9, dtypes.NUMERIC, _shrink, _shrink_c, None, EXACT),
     "Softplus": Row(1, F, lambda ctx, x: _softplus(x), lambda ctx, dt: _softplus_c(dt)),
-    "Softsign": Row(1, F, lambda ctx, x: x / (1 + np.abs(x), None, EXACT),
-                    lambda ctx, dt: f"(X / (1 + {math_fn(dt, 'fabs')}(X)))"),
+    "Softsign": Row(1, F, lambda ctx, x: x / (1 + np.abs(x)),
+                    lambda ctx, dt: f"(X / (1 + {math_fn(dt, 'fabs')}(X)))", None, EXACT),
     "Mish": Row(18, F, lambda ctx, x: x * np.tanh(_softplus(x)),
                 lambda ctx, dt: f"(X * {math_fn(dt, 'tanh')}({_softplus_c(dt)}))"),
-    "HardSigmoid": Row(6, F, lambda ctx, x: _hard_sigmoid(x, *_hard_sigmoid_attrs(ctx), None, EXACT),
-                       lambda ctx, dt: _hard_sigmoid_c(dt, *_hard_sigmoid_attrs(ctx))),
-    "HardSwish": Row(14, F, lambda ctx, x: x * _hard_sigmoid(x, HARD_SWISH_ALPHA, 0.5, None, EXACT),
-                     lambda ctx, dt: f"(X * {_hard_sigmoid_c(dt, HARD_SWISH_ALPHA, 0.5)})"),
-    "Sigmoid": Row(6, F, lambda ctx, x: _sigmoid(x), lambda ctx, dt: _sigmoid_c(dt), None, FLOAT32_EXACT),
-    "Tanh": Row(6, F, lambda ctx, x: np.tanh(x), lambda ctx, dt: f"{math_fn(dt, 'tanh')}(X)", None, FLOAT32_EXACT),
-    "Swish": Row(24, F, lambda ctx, x: x * _sigmoid(x * x.dtype.type(_attr(ctx, "alpha", 1.0)), None, FLOAT32_EXACT),
-                 lambda ctx, dt: f"(X * {_sigmoid_c(dt, _lit_attr(ctx, dt, 'alpha', 1.0) + ' * X')})"),
+    "HardSigmoid": Row(6, F, lambda ctx, x: _hard_sigmoid(x, *_hard_sigmoid_attrs(ctx)),
+                       _in_float_as_epilogue("HardSigmoid",
+                                             lambda ctx, dt: _hard_sigmoid_c(dt, *_hard_sigmoid_attrs(ctx))),
+                       None, EXACT),
+    "HardSwish": Row(14, F, lambda ctx, x: x * _hard_sigmoid(x, HARD_SWISH_ALPHA, 0.5),
+                     _in_float_as_epilogue("HardSwish",
+                                           lambda ctx, dt: f"(X * {_hard_sigmoid_c(dt, HARD_SWISH_ALPHA, 0.5)})"),
+                     None, EXACT),
+    "Sigmoid": Row(6, F, lambda ctx, x: _sigmoid(x), _in_float_as_epilogue("Sigmoid", lambda ctx, dt: _sigmoid_c(dt)),
+                   None, FLOAT32_EXACT),
+    "Tanh": Row(6, F, lambda ctx, x: np.tanh(x),
+                _in_float_as_epilogue("Tanh", lambda ctx, dt: f"{math_fn(dt, 'tanh')}(X)"), None, FLOAT32_EXACT),
+    "Swish": Row(24, F, lambda ctx, x: x * _sigmoid(x * x.dtype.type(_attr(ctx, "alpha", 1.0))),
+                 lambda ctx, dt: f"(X * {_sigmoid_c(dt, _lit_attr(ctx, dt, 'alpha', 1.0) + ' * X')})",
+                 None, FLOAT32_EXACT),
 }
 
 
@@ -175,6 +223,9 @@ def clip_evaluate(ctx, arrays):
 
 def _clip_emit(ctx):
     lo, hi = _clip_bounds(ctx)
+    if dtypes.compute_dtype(ctx.inputs[0].dtype) == np.float32:
+        return unary_loop(ctx, epilogue_expression("CLIP", "(-AOTC_INF)" if lo is None else lo,
+                                                   "AOTC_INF" if hi is None else hi))
     e = "X"
     if lo is not None:
         e = f"({e} < {lo} ? {lo} : {e})"

@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from .. import dtypes
-from .base import OpDef, TensorType, c_double, c_float
+from .activations import epilogue_expression, epilogue_params
+from .base import OpDef, TensorType, c_double
 from .unary import FLOAT32_EXACT, canonical_nan, exact_support, math_fn
 
 FLOATS = (np.float32, np.float64)
@@ -43,7 +44,9 @@ def evaluate(ctx, arrays):
 def expression(ctx):
     """The C expression of Gelu over X, for the input's float type."""
     dt = np.dtype(ctx.inputs[0].dtype)
-    lit = c_float if dt == np.float32 else c_double
+    if dt == np.float32:      # the tile epilogue's spelling, so a fused Gelu gives these bits
+        return epilogue_expression(*epilogue_params("Gelu", ctx.attr))
+    lit = c_double
     if _approximate(ctx) == "tanh":
         inner = f"{lit(SQRT_2_OVER_PI)} * (X + {lit(0.044715)} * X * X * X)"
         return f"({lit(0.5)} * X * (1 + {math_fn(dt, 'tanh')}({inner})))"
