@@ -10,7 +10,9 @@ from .errors import InvalidModel, Unsupported
 from .ir import Graph, Node, ValueInfo
 
 # Operators check the opset of their own definition (aotc/ops/__init__.py find()).
-MIN_OPSET, MAX_OPSET = 7, 28
+# Every operator checks the opsets it implements (OpDef.since); a model at an opset
+# below an operator's is refused naming that operator.
+MIN_OPSET, MAX_OPSET = 1, 28
 
 
 def load_model(model):
@@ -81,8 +83,7 @@ def import_model(model):
     for o in proto.opset_import:
         domain = "" if o.domain in ("", "ai.onnx") else o.domain
         opsets[domain] = o.version
-    if "" not in opsets:
-        opsets[""] = MIN_OPSET if proto.ir_version < 3 else 1
+    opsets.setdefault("", MIN_OPSET)      # a model importing no default opset: the first
     if not MIN_OPSET <= opsets[""] <= MAX_OPSET:
         raise Unsupported(f"opset {opsets['']} is outside the supported range {MIN_OPSET}..{MAX_OPSET}")
     return import_graph(proto.graph, opsets)

@@ -137,6 +137,13 @@ def test_external_data_outside_the_model_folder_is_refused(tmp_path, location):
 
 
 def test_an_unsupported_opset_is_refused():
-    with pytest.raises(aotc.Unsupported, match="opset 5"):
+    with pytest.raises(aotc.Unsupported, match="opset 29"):
+        aotc.compile(make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", np.float32, (2,))],
+                                [("y", np.float32, (2,))], opset=29))
+
+
+def test_an_operator_below_the_opsets_it_implements_is_named():
+    # Relu-1 had a consumed_inputs attribute; aotc implements Relu from opset 6
+    with pytest.raises(aotc.UnsupportedOperator, match=r"Relu \(opset 5\)"):
         aotc.compile(make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", np.float32, (2,))],
                                 [("y", np.float32, (2,))], opset=5))

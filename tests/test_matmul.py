@@ -10,7 +10,9 @@ from onnx import helper
 
 import aotc
 from aotc.ops.matmul import pack_b, sgemm_packed_scratch_bytes, sgemm_scratch_bytes
-from oracle import assert_matches_ort, make_model, random
+import ml_dtypes
+
+from oracle import assert_matches_ort, check_reference, make_model, random
 
 TOL = dict(rtol=1e-4, atol=1e-4)
 
@@ -203,3 +205,17 @@ def test_packed_and_unpacked_weights_give_identical_bits():
     packed = aotc.compile(_matmul_model(a.shape, b.shape, b_const=b), threads=1).run({"a": a})["y"]
     plain = aotc.compile(_matmul_model(a.shape, b.shape), threads=1).run({"a": a, "b": b})["y"]
     np.testing.assert_array_equal(packed.view(np.uint32), plain.view(np.uint32))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float64, np.uint32, np.uint64],
+                         ids=lambda d: np.dtype(d).name)
+def test_matmul_other_element_types_sum_in_a_wide_type(dtype):
+    """16-bit floats and double sum in double and round once; unsigned ints wrap."""
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["y"]), helper.make_node("MatMul", ["v", "b"], ["w"])]
+    model = make_model(nodes, [("a", dtype, (2, 3, 37)), ("b", dtype, (37, 5)), ("v", dtype, (37,))],
+                       [("y", dtype, None), ("w", dtype, None)], opset=13)
+    low = 0 if np.dtype(dtype).kind == "u" else -2
+    feeds = {n: random(s, np.float64 if np.dtype(dtype).kind != "u" else np.int64, seed=i, low=low, high=3)
+             .astype(dtype) for i, (n, s) in enumerate([("a", (2, 3, 37)), ("b", (37, 5)), ("v", (37,))])}
+    tol = 1e-2 if np.dtype(dtype).itemsize == 2 else 1e-9
+    check_reference(model, feeds, rtol=tol, atol=tol)

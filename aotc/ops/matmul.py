@@ -16,7 +16,8 @@ NR = 32           # columns per strip of packed B: every path's register tile wi
 PACK_A_STRIPS = 4  # scratch for packed A is reserved when N exceeds this many strips
 
 FLOAT = (np.float32,)
-INTS = (np.int32, np.int64)
+WIDE = (np.float64,) + tuple(dtypes.HALVES)     # summed in double by a plain loop
+INTS = (np.int32, np.int64, np.uint32, np.uint64)
 
 
 def _round_up(n, m):
@@ -98,7 +99,7 @@ class _Product:
 
 def _matmul_infer(ctx):
     ctx.require_inputs(2)
-    dt = ctx.require_dtype(0, FLOAT + INTS)
+    dt = ctx.require_dtype(0, FLOAT + WIDE + INTS)
     if np.dtype(ctx.inputs[1].dtype) != dt:
         raise ctx.fail(f"operand types differ: {dtypes.name(dt)} and "
                        f"{dtypes.name(ctx.inputs[1].dtype)}")
@@ -108,8 +109,10 @@ def _matmul_infer(ctx):
 
 def _matmul_evaluate(ctx, arrays):
     a, b = arrays
-    if a.dtype.kind == "i":   # wraps like the kernel
+    if a.dtype.kind in "iu":   # wraps like the kernel
         return [np.matmul(a.astype(np.uint64), b.astype(np.uint64)).astype(a.dtype)]
+    if a.dtype != np.float32:  # summed in double, rounded once, like the kernel
+        return [np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)]
     return [np.matmul(a, b)]
 
 
@@ -149,6 +152,10 @@ def _matmul_emit(ctx):
         return ""
     a, b, y = ctx.x(0), ctx.x(1), ctx.y(0)
     dt = np.dtype(ctx.inputs[0].dtype)
+    if dt in [np.dtype(t) for t in WIDE]:
+        call = (f"AOTC_MATMUL_WIDE({dtypes.c_type(dt)}, {dtypes.c_kernel_type(dt)}, {p.M}, {p.N}, {p.K}, "
+                f"{a} + ao[t], {b} + bo[t], {y} + @C);")
+        return _batch_loop(p, call)
     if dt != np.float32:
         call = (f"AOTC_MATMUL_INT({dtypes.c_type(dt)}, {p.M}, {p.N}, {p.K}, {a} + ao[t], "
                 f"{b} + bo[t], {y} + @C);")
