@@ -16,7 +16,16 @@
  *                         at compile time, the product stored transposed (below).
  * Every output is a sum over (input channel, kz, ky, kx) in that order, plus the bias,
  * then the activation `act` (NULL: none; aotc_gemm.h), applied by the thread that
- * computed the value, right after it; no work split depends on the thread count. */
+ * computed the value, right after it; no work split depends on the thread count.
+ *
+ * Exact mode (AOTC_EXACT, built with -ffp-contract=off): each output is one float
+ * accumulator starting at +0, plus each product w * x (rounded, then added) over the
+ * taps in (input channel, kz, ky, kx) order, then + bias, then the activation; SIMD
+ * runs only across independent outputs. The GEMM kernels keep that order in their own
+ * exact path (aotc_gemm.h); the direct kernels skip taps in the padding (or add the
+ * product with a zero), which the shape alone decides. NaN results are written as
+ * AOTC_CANON_F32. The kernel is a function of the shape, never of the target, so the
+ * bits are the same on every path. */
 #ifndef AOTC_CONV_H_
 #define AOTC_CONV_H_
 
@@ -31,6 +40,17 @@ typedef struct aotc_conv_geom {
 } aotc_conv_geom;
 
 AOTC_FN int64_t aotc_conv_volume_(const int64_t *dims) { return dims[0] * dims[1] * dims[2]; }
+
+/* Exact mode: NaN results as the one canonical NaN (a no-op otherwise). */
+AOTC_FN void aotc_conv_canon_(float *y, int64_t n) {
+#ifdef AOTC_EXACT
+  int64_t i;
+  for (i = 0; i < n; i++) y[i] = AOTC_CANON_F32(y[i]);
+#else
+  (void)y;
+  (void)n;
+#endif
+}
 
 /* The smallest o >= 0 with o * stride + offset >= bound (stride > 0). */
 AOTC_FN int64_t aotc_conv_first_at_least_(int64_t offset, int64_t stride, int64_t bound) {
@@ -277,6 +297,7 @@ AOTC_FN void aotc_conv_plane_3x3_(const aotc_conv_geom *g, const float *AOTC_RES
   }
   for (oh = 0; oh < oh_n; oh++) memcpy(y + oh * ow_n, acc + oh * wp, (size_t)ow_n * sizeof(float));
   aotc_activation_apply(act, y, oh_n * ow_n);
+  aotc_conv_canon_(y, oh_n * ow_n);
 }
 
 AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
@@ -300,6 +321,7 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   for (r = r0; r < r1; r++, yrow += g->out[2]) {
     aotc_conv_direct_row_(g, plane, wk, bias, yrow, od, oh, a->inner_lo, a->inner_hi);
     aotc_activation_apply(a->act, yrow, g->out[2]);
+    aotc_conv_canon_(yrow, g->out[2]);
     if (++oh == g->out[1]) {
       oh = 0;
       od++;
@@ -481,7 +503,7 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
       for (i = i0; i < i1; i++) dst[i] = src[i * a->channels];
       if (a->residual) {
         const float *r = a->residual + c * a->pixels;
-        for (i = i0; i < i1; i++) dst[i] = AOTC_SGEMM_CANON_(dst[i] + r[i]);
+        for (i = i0; i < i1; i++) dst[i] = AOTC_CANON_F32(dst[i] + r[i]);
         aotc_activation_apply(a->act, dst + i0, i1 - i0);
       }
     }

@@ -8,13 +8,19 @@
  * by the number of taps inside the image, or with count_include_pad by the number
  * inside the padded image [-pad, in + pad_end). Work is split over (plane, block of
  * output rows), a function of the shape only. Global pools are reductions
- * (aotc_reduce.h). */
+ * (aotc_reduce.h).
+ *
+ * The other element types (double, float16, bfloat16, int8, uint8) take one plain
+ * loop per output (aotc_pooling_<type>): the same taps in the same order, computed in
+ * A (double for double, float for the 16-bit floats, int for the integers; MaxPool
+ * only) and stored once. Exact mode: NaN averages are written canonical. */
 #ifndef AOTC_POOL_H_
 #define AOTC_POOL_H_
 
 #include <float.h>
 
 #include "aotc_base.h"
+#include "aotc_half.h"
 #include "aotc_threads.h"
 
 typedef struct aotc_pooling_geom {
@@ -107,7 +113,8 @@ AOTC_FN void aotc_pooling_row_(const aotc_pooling_geom *g, int is_max,
   }
   if (!is_max) {
     int64_t dh = aotc_pooling_count_(g, 0, od) * aotc_pooling_count_(g, 1, oh);
-    for (ow = 0; ow < ow_n; ow++) yrow[ow] /= (float)(dh * aotc_pooling_count_(g, 2, ow));
+    for (ow = 0; ow < ow_n; ow++)
+      yrow[ow] = AOTC_CANON_F32(yrow[ow] / (float)(dh * aotc_pooling_count_(g, 2, ow)));
   }
 }
 
@@ -205,5 +212,88 @@ AOTC_FN void aotc_pooling_f32(aotc_pool *pool, const aotc_pooling_geom *g, int i
   a.tasks_per_plane = (rows + a.rows_per_task - 1) / a.rows_per_task;
   aotc_parallel_for(pool, g->planes * a.tasks_per_plane, aotc_pooling_task_, &a);
 }
+
+
+/* One output (plane, od, oh, ow) of the typed pools; *index: the first maximum. */
+#define AOTC_POOLING_TYPED_(SUF, T, A, LOAD, STORE, LOWEST)                                   \
+  AOTC_FN void aotc_pooling_one_##SUF##_(const aotc_pooling_geom *g, int is_max,             \
+                                         const T *plane, int64_t index_base, int64_t od,     \
+                                         int64_t oh, int64_t ow, T *y, int64_t *index) {     \
+    A best = LOWEST, sum = 0;                                                                 \
+    int64_t kz, ky, kx, at = index_base, found = 0;                                           \
+    for (kz = 0; kz < g->kernel[0]; kz++) {                                                   \
+      int64_t iz = od * g->stride[0] - g->pad[0] + kz * g->dilation[0];                       \
+      if (iz < 0 || iz >= g->in[0]) continue;                                                 \
+      for (ky = 0; ky < g->kernel[1]; ky++) {                                                 \
+        int64_t iy = oh * g->stride[1] - g->pad[1] + ky * g->dilation[1];                     \
+        if (iy < 0 || iy >= g->in[1]) continue;                                               \
+        for (kx = 0; kx < g->kernel[2]; kx++) {                                               \
+          int64_t ix = ow * g->stride[2] - g->pad[2] + kx * g->dilation[2];                   \
+          A v;                                                                                \
+          if (ix < 0 || ix >= g->in[2]) continue;                                             \
+          v = LOAD(plane[(iz * g->in[1] + iy) * g->in[2] + ix]);                              \
+          if (!is_max) {                                                                      \
+            sum = sum + v;                                                                    \
+          } else if (v > best || (!found && v == best)) {                                     \
+            best = v;                                                                         \
+            found = 1;                                                                        \
+            at = index_base + iz * g->index_stride[0] + iy * g->index_stride[1] +             \
+                 ix * g->index_stride[2];                                                     \
+          }                                                                                   \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    if (is_max) {                                                                             \
+      *y = STORE(best);                                                                       \
+      if (index) *index = at;                                                                 \
+    } else {                                                                                  \
+      A count = (A)(aotc_pooling_count_(g, 0, od) * aotc_pooling_count_(g, 1, oh) *           \
+                    aotc_pooling_count_(g, 2, ow));                                           \
+      *y = STORE(sum / count);                                                                \
+    }                                                                                         \
+  }                                                                                           \
+                                                                                              \
+  typedef struct {                                                                            \
+    const aotc_pooling_geom *g;                                                               \
+    int is_max;                                                                               \
+    const T *x;                                                                               \
+    T *y;                                                                                     \
+    int64_t *indices;                                                                         \
+  } aotc_pooling_##SUF##_args_;                                                               \
+                                                                                              \
+  AOTC_FN void aotc_pooling_##SUF##_task_(void *arg, int64_t plane) {                         \
+    const aotc_pooling_##SUF##_args_ *a = (const aotc_pooling_##SUF##_args_ *)arg;            \
+    const aotc_pooling_geom *g = a->g;                                                        \
+    int64_t in_vol = aotc_pooling_volume_(g->in), out_vol = aotc_pooling_volume_(g->out);     \
+    int64_t od, oh, ow, o = plane * out_vol;                                                  \
+    for (od = 0; od < g->out[0]; od++)                                                        \
+      for (oh = 0; oh < g->out[1]; oh++)                                                      \
+        for (ow = 0; ow < g->out[2]; ow++, o++)                                               \
+          aotc_pooling_one_##SUF##_(g, a->is_max, a->x + plane * in_vol, plane * in_vol, od,  \
+                                    oh, ow, a->y + o, a->indices ? a->indices + o : NULL);    \
+  }                                                                                           \
+                                                                                              \
+  AOTC_FN void aotc_pooling_##SUF(aotc_pool *pool, const aotc_pooling_geom *g, int is_max,    \
+                                  const T *x, T *y, int64_t *indices) {                       \
+    aotc_pooling_##SUF##_args_ a;                                                             \
+    a.g = g;                                                                                  \
+    a.is_max = is_max;                                                                        \
+    a.x = x;                                                                                  \
+    a.y = y;                                                                                  \
+    a.indices = indices;                                                                      \
+    aotc_parallel_for(pool, g->planes, aotc_pooling_##SUF##_task_, &a);                       \
+  }
+
+#define AOTC_POOLING_ID_(v) (v)
+#define AOTC_POOLING_F64_(v) AOTC_CANON_F64(v)
+#define AOTC_POOLING_F16_(v) aotc_f32_to_f16(AOTC_CANON_F32(v))
+#define AOTC_POOLING_BF16_(v) aotc_f32_to_bf16(AOTC_CANON_F32(v))
+#define AOTC_POOLING_I8_(v) ((int8_t)(v))
+#define AOTC_POOLING_U8_(v) ((uint8_t)(v))
+AOTC_POOLING_TYPED_(f64, double, double, AOTC_POOLING_ID_, AOTC_POOLING_F64_, -DBL_MAX)
+AOTC_POOLING_TYPED_(f16, aotc_f16, float, aotc_f16_to_f32, AOTC_POOLING_F16_, -FLT_MAX)
+AOTC_POOLING_TYPED_(bf16, aotc_bf16, float, aotc_bf16_to_f32, AOTC_POOLING_BF16_, -FLT_MAX)
+AOTC_POOLING_TYPED_(i8, int8_t, int, AOTC_POOLING_ID_, AOTC_POOLING_I8_, INT8_MIN)
+AOTC_POOLING_TYPED_(u8, uint8_t, int, AOTC_POOLING_ID_, AOTC_POOLING_U8_, 0)
 
 #endif

@@ -239,7 +239,19 @@ def test_runs_clean_under_sanitizers_and_warnings(tmp_path):
     inits = {"w1": random((4, 3, 3, 3), seed=1), "w2": random((4, 1, 3, 3), seed=2),
              "b2": random((4,), seed=3), "w3": random((5, 4, 1, 1), seed=4), "b3": random((5,), seed=5),
              "w4": random((6, 5, 5, 5), seed=6)}
-    model = make_model(nodes, [("x", np.float32, (2, 3, 13, 11))], [("y", np.float32, None)], inits)
+    outputs = [("y", np.float32, None)]
+    for dtype, tag in ((np.float16, "h"), (np.float64, "d")):   # staged and double convs, typed pools
+        inits[f"w{tag}"] = random((4, 3, 3, 2), seed=7).astype(dtype)
+        inits[f"b{tag}"] = random((4,), seed=8).astype(dtype)
+        nodes += [helper.make_node("Cast", ["x"], [f"x{tag}"], to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype))),
+                  helper.make_node("Conv", [f"x{tag}", f"w{tag}", f"b{tag}"], [f"c{tag}"], pads=[1, 0, 2, 1]),
+                  helper.make_node("Relu", [f"c{tag}"], [f"r{tag}"]),
+                  helper.make_node("AveragePool", [f"r{tag}"], [f"y{tag}"], kernel_shape=[3, 2], pads=[1, 1, 0, 0])]
+        outputs.append((f"y{tag}", dtype, None))
+    nodes += [helper.make_node("Cast", ["x"], ["xi"], to=helper.np_dtype_to_tensor_dtype(np.dtype(np.int8))),
+              helper.make_node("MaxPool", ["xi"], ["yi", "ii"], kernel_shape=[2, 3], strides=[2, 1])]
+    outputs += [("yi", np.int8, None), ("ii", np.int64, None)]
+    model = make_model(nodes, [("x", np.float32, (2, 3, 13, 11))], outputs, inits)
     sess = aotc.compile(model, out_dir=tmp_path, name="convsan")
     assert run_sanitized(tmp_path, sess.name).split()[0] == "y"
     warnings = subprocess.run([CC, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I.", "-Wa,-I.",
@@ -262,10 +274,81 @@ def test_invalid_shapes_are_named(x_shape, w_shape, attrs, words):
         aotc.compile(conv_model(x_shape, w_shape, bias=False, **attrs))
 
 
-def test_float64_is_refused_clearly():
-    model = make_model([helper.make_node("Conv", ["x", "w"], ["y"])], [("x", np.float64, (1, 2, 5, 5))],
-                       [("y", np.float64, None)], {"w": np.ones((1, 2, 3, 3))})
-    with pytest.raises(aotc.errors.Unsupported, match="float32"):
+# ---- element types ----------------------------------------------------------------
+
+# (weight shape, attributes): one conv per float32 kernel (direct, pointwise, im2col, rows)
+TYPED_CONVS = [((6, 1, 3, 3), dict(group=6, pads=[1, 1, 1, 1])),
+               ((5, 6, 1, 1), {}),
+               ((4, 6, 3, 2), dict(strides=[2, 1], pads=[1, 0, 0, 1])),
+               ((40, 6, 3, 3), dict(pads=[1, 1, 1, 1], strides=[3, 3]))]
+
+
+def _typed_model(dtype, activation=None):
+    """The TYPED_CONVS of one input in `dtype`, each with a bias, each optionally
+    followed by an activation node (which the conv-activation pass fuses)."""
+    nodes, inits, outputs = [], {}, []
+    for i, (w_shape, attrs) in enumerate(TYPED_CONVS):
+        inits[f"w{i}"] = random(w_shape, seed=10 + i, low=-0.5, high=0.5).astype(dtype)
+        inits[f"b{i}"] = random((w_shape[0],), seed=50 + i).astype(dtype)
+        out = f"c{i}" if activation else f"y{i}"
+        nodes.append(helper.make_node("Conv", ["x", f"w{i}", f"b{i}"], [out], name=f"conv{i}", **attrs))
+        if activation:
+            nodes.append(helper.make_node(activation, [out], [f"y{i}"]))
+        outputs.append((f"y{i}", dtype, None))
+    return make_model(nodes, [("x", dtype, (2, 6, 8, 7))], outputs, inits)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_16_bit_floats_compute_in_float32_and_round_once(dtype):
+    """float16 / bfloat16: the float32 conv of the same (widened) values, rounded once."""
+    from aotc.dtypes import BFLOAT16
+    dtype = BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
+    model = _typed_model(dtype)
+    x = random((2, 6, 8, 7)).astype(dtype)
+    wide = _typed_model(np.float32)
+    for init in wide.graph.initializer:    # the 16-bit values, widened
+        from onnx import numpy_helper
+        value = numpy_helper.to_array(init).astype(dtype).astype(np.float32)
+        init.CopyFrom(numpy_helper.from_array(value, init.name))
+    want = run_ort(wide, {"x": x.astype(np.float32)})
+    for threads in (1, 2):
+        got = aotc.compile(model, threads=threads).run({"x": x})
+        for name in want:
+            assert got[name].dtype == dtype
+            np.testing.assert_allclose(got[name].astype(np.float32), want[name].astype(dtype).astype(np.float32),
+                                       rtol=1e-2 if dtype == BFLOAT16 else 2e-3, atol=1e-2, err_msg=name)
+
+
+def test_float16_fused_activation_gives_the_separate_operators_bits():
+    model = _typed_model(np.float16, activation="Sigmoid")
+    x = random((2, 6, 8, 7)).astype(np.float16)
+    fused = aotc.compile(model, opt_level="all")
+    assert fused.report["nodes_after"].get("FusedConv") == len(TYPED_CONVS)
+    separate = aotc.compile(model, opt_level="none").run({"x": x})
+    got = fused.run({"x": x})
+    for name in separate:
+        assert got[name].tobytes() == separate[name].tobytes(), name
+
+
+def test_float64_sums_in_double():
+    model = _typed_model(np.float64, activation="Relu")
+    x = random((2, 6, 8, 7)).astype(np.float64)
+    want = ReferenceEvaluator(model).run(None, {"x": x})
+    for threads in (1, 2):
+        got = aotc.compile(model, threads=threads).run({"x": x})
+        for (name, _, _), ref in zip(_typed_outputs(), want):
+            assert got[name].dtype == np.float64
+            np.testing.assert_allclose(got[name], ref, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def _typed_outputs():
+    return [(f"y{i}", None, None) for i in range(len(TYPED_CONVS))]
+
+
+def test_other_element_types_are_refused_clearly():
+    model = make_model([helper.make_node("Conv", ["x", "w"], ["y"])], [("x", np.int32, (1, 2, 5, 5))],
+                       [("y", np.int32, None)], {"w": np.ones((1, 2, 3, 3), np.int32)})
+    with pytest.raises(aotc.errors.Unsupported, match="int32"):
         aotc.compile(model)
 
 
@@ -328,3 +411,64 @@ def test_fused_conv_with_residual_matches_conv_add_relu():
     bad.opset_import.append(helper.make_opsetid("ai.aotc", 1))
     with pytest.raises(aotc.errors.Unsupported, match="residual"):
         aotc.compile(bad)
+
+
+# ---- exact mode ---------------------------------------------------------------------
+
+def test_exact_mode_gives_the_same_bits_on_every_path_with_canonical_nans():
+    """Every kernel (the depthwise ones: small plane and row by row; pointwise; im2col;
+    rows; with a fused Sigmoid), float16 and double, in exact mode: the same bits on
+    the generic path with 1 thread and the native path with 2, and each NaN made of
+    +inf and -inf in one window written as 0x7FC00000."""
+    from aotc import build
+    n = helper.make_node
+    convs = [((8, 1, 3, 3), dict(group=8, pads=[1, 1, 1, 1])),
+             ((8, 1, 3, 3), dict(group=8, pads=[1, 1, 1, 1], strides=[1, 2])),
+             ((8, 1, 5, 3), dict(group=8, pads=[2, 1, 2, 1])),
+             ((6, 8, 1, 1), {}), ((5, 8, 3, 2), dict(pads=[1, 0, 1, 1])),
+             ((70, 8, 3, 3), dict(pads=[1, 1, 1, 1], strides=[4, 4]))]
+    nodes, inits, outputs = [], {}, []
+    for i, (w_shape, attrs) in enumerate(convs):
+        inits[f"w{i}"] = random(w_shape, seed=10 + i, low=0.1, high=0.5)
+        inits[f"b{i}"] = random((w_shape[0],), seed=50 + i)
+        nodes.append(n("Conv", ["x", f"w{i}", f"b{i}"], [f"c{i}"], **attrs))
+        nodes.append(n("Sigmoid", [f"c{i}"], [f"y{i}"]) if i % 2 else n("Identity", [f"c{i}"], [f"y{i}"]))
+        outputs.append((f"y{i}", np.float32, None))
+    for dtype, tag in ((np.float16, "h"), (np.float64, "d")):
+        inits[f"w{tag}"] = random((4, 8, 3, 3), seed=9, low=0.1, high=0.5).astype(dtype)
+        nodes += [n("Cast", ["x"], [f"x{tag}"], to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype))),
+                  n("Conv", [f"x{tag}", f"w{tag}"], [f"y{tag}"], pads=[1, 1, 1, 1])]
+        outputs.append((f"y{tag}", dtype, None))
+    model = make_model(nodes, [("x", np.float32, (1, 8, 9, 20))], outputs, inits)
+    x = random((1, 8, 9, 20), seed=3)
+    x[0, :4, 4, 10], x[0, :4, 4, 11] = np.inf, -np.inf     # NaN within a channel's window
+    x[0, 4:, 4, 10], x[0, 4:, 4, 11] = -np.inf, np.inf     # and across channels
+    want = aotc.compile(model, mode="exact", target="generic", threads=1).run({"x": x})
+    got = aotc.compile(model, mode="exact", target=build.resolve_target("native"), threads=2).run({"x": x})
+    for name in want:
+        assert got[name].tobytes() == want[name].tobytes(), name
+        nans = np.isnan(want[name])
+        assert nans.any(), name
+        bits = want[name][nans].view(np.uint32 if want[name].itemsize == 4 else
+                                     np.uint64 if want[name].itemsize == 8 else np.uint16)
+        assert (bits == {4: 0x7FC00000, 8: 0x7FF8000000000000, 2: 0x7E00}[want[name].itemsize]).all(), name
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_conv_transpose_16_bit_floats_round_the_float32_result_once(dtype):
+    from aotc.dtypes import BFLOAT16
+    dtype = BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
+    w = random((4, 3, 3, 2), seed=1, low=-0.5, high=0.5).astype(dtype)
+    b = random((6,), seed=2).astype(dtype)
+
+    def model(t, wv, bv):
+        return make_model([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], group=2, strides=[2, 1],
+                                            pads=[1, 0, 0, 1])],
+                          [("x", t, (2, 4, 5, 4)), ("w", t, (4, 3, 3, 2))], [("y", t, None)], {"b": bv})
+    x = random((2, 4, 5, 4)).astype(dtype)
+    got = aotc.compile(model(dtype, w, b), threads=2).run({"x": x, "w": w})["y"]
+    want = run_ort(model(np.float32, None, b.astype(np.float32)),
+                   {"x": x.astype(np.float32), "w": w.astype(np.float32)})["y"]
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(dtype).astype(np.float32),
+                               rtol=1e-2 if dtype == BFLOAT16 else 2e-3, atol=1e-2)

@@ -122,3 +122,62 @@ def test_window_larger_than_input_is_invalid():
     m = _model((1, 1, 3, 3), dict(kernel_shape=[5, 5]))
     with pytest.raises(aotc.AotcError, match="does not fit"):
         aotc.compile(m)
+
+
+# ---- element types ----------------------------------------------------------------
+
+def _typed_pools(dtype, shape, max_only=False):
+    """MaxPool with indices (column-major), a padded strided MaxPool and, for the floats,
+    AveragePool both ways and the global pools, all of one input."""
+    n = helper.make_node
+    window = dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1])
+    nodes = [n("MaxPool", ["x"], ["m", "mi"], kernel_shape=[2, 3], storage_order=1),
+             n("MaxPool", ["x"], ["mp"], **window, ceil_mode=1)]
+    outputs = [("m", dtype, None), ("mi", np.int64, None), ("mp", dtype, None)]
+    if not max_only:
+        nodes += [n("AveragePool", ["x"], ["a0"], **window), n("GlobalMaxPool", ["x"], ["gm"]),
+                  n("AveragePool", ["x"], ["a1"], **window, count_include_pad=1),
+                  n("GlobalAveragePool", ["x"], ["ga"])]
+        outputs += [(name, dtype, None) for name in ("a0", "gm", "a1", "ga")]
+    return make_model(nodes, [("x", dtype, shape)], outputs, opset=19)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16, "bfloat16", np.int8, np.uint8])
+def test_element_types_match_the_float32_pools(dtype):
+    """Every type against the float32 pools of the same values (exact for the maxima,
+    rounded once for the averages), on 2 threads."""
+    from aotc.dtypes import BFLOAT16
+    dtype = BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype)
+    shape = (2, 3, 7, 6)
+    ints = np.issubdtype(dtype, np.integer)
+    x = (np.random.default_rng(3).integers(np.iinfo(dtype).min, np.iinfo(dtype).max + 1, shape).astype(dtype)
+         if ints else random(shape, seed=4).astype(dtype))
+    got = aotc.compile(_typed_pools(dtype, shape, max_only=ints), threads=2).run({"x": x})
+    want = aotc.compile(_typed_pools(np.float32, shape, max_only=ints)).run({"x": x.astype(np.float32)})
+    for name, value in want.items():
+        if name == "mi":
+            np.testing.assert_array_equal(got[name], value)
+            continue
+        assert got[name].dtype == dtype, name
+        if dtype == np.float64 or name in ("m", "mp", "gm"):
+            exact = value.astype(dtype)
+            if dtype == np.float64 and name not in ("m", "mp", "gm"):
+                np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+            else:
+                np.testing.assert_array_equal(got[name], exact, err_msg=name)
+        else:
+            np.testing.assert_allclose(got[name].astype(np.float32), value.astype(dtype).astype(np.float32),
+                                       rtol=1e-2, atol=1e-2, err_msg=name)
+
+
+def test_uint8_max_pool_matches_onnxruntime():
+    m = _typed_pools(np.uint8, (1, 2, 5, 5), max_only=True)
+    x = np.random.default_rng(5).integers(0, 256, (1, 2, 5, 5)).astype(np.uint8)
+    assert_matches_ort(m, {"x": x})
+
+
+def test_integer_average_pool_is_refused():
+    m = make_model([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2])],
+                   [("x", np.int8, (1, 1, 4, 4))], [("y", np.int8, None)])
+    with pytest.raises(aotc.AotcError, match="int8"):
+        aotc.compile(m)

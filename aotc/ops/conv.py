@@ -1,4 +1,8 @@
-"""Conv: fp32, NCHW, 1 to 3 spatial dims, any group, strides, pads, auto_pad, dilations.
+"""Conv: NCHW, 1 to 3 spatial dims, any group, strides, pads, auto_pad, dilations.
+
+float32 runs the kernels below; float16 and bfloat16 widen into float32 scratch, run
+them and round once on the store (runtime_c/aotc_conv_types.h); double sums each
+output directly in double (aotc_conv_f64).
 
 The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
 - "direct" when every group has one input channel (depthwise);
@@ -17,9 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import dtypes
 from .base import OpDef, TensorType
 
 MAX_SPATIAL = 3
+TYPES = (np.float32, np.float16, dtypes.BFLOAT16, np.float64)
 IM2COL_BUDGET_BYTES = 2 << 20     # the unfolded block: about L2-sized
 BLOCK_COLUMN_MULTIPLE = 256       # a cut block is a whole number of GEMM column blocks
 ROW_TILE_MULTIPLE = 96            # a cut pixel tile is a whole number of GEMM row blocks
@@ -147,7 +153,7 @@ def _pads_and_output(ctx, in_dims, kernel, strides, dilations):
 
 def _geometry(ctx):
     ctx.require_inputs(2, 4 if ctx.node.domain == "ai.aotc" else 3)   # FusedConv: + residual
-    ctx.require_dtype(0, (np.float32,))
+    ctx.require_dtype(0, TYPES)
     x, w = ctx.inputs[0], ctx.inputs[1]
     if w.dtype != x.dtype:
         raise ctx.fail(f"W has element type {w.dtype}, X has {x.dtype}")
@@ -197,10 +203,58 @@ def infer(ctx):
     shape = (g.batch, g.cout_g * g.group) + g.out_dims[MAX_SPATIAL - g.spatial:]
     if _has_residual(ctx):
         r = ctx.inputs[3]
-        if tuple(r.shape) != shape or np.dtype(r.dtype) != np.float32:
+        if tuple(r.shape) != shape or np.dtype(r.dtype) != np.float32 or not _is_f32(ctx):
             raise ctx.unsupported(f"the residual input ({r.dtype} {list(r.shape)}) must be "
-                                  f"float32 of the output's shape {list(shape)}")
-    return [TensorType(np.dtype(np.float32), shape)]
+                                  f"float32 of the output's shape {list(shape)}, with X float32")
+    return [TensorType(ctx.inputs[0].dtype, shape)]
+
+
+def _is_f32(ctx):
+    return np.dtype(ctx.inputs[0].dtype) == np.float32
+
+
+def _staged(ctx):
+    """float16 / bfloat16: the float32 kernels between a widening and a narrowing."""
+    return np.dtype(ctx.inputs[0].dtype) in dtypes.HALVES
+
+
+def _stage(ctx):
+    """[(input index or None for the output, float count)] of the float32 copies in
+    scratch, in order: the inputs not known at compile time, then the output."""
+    parts = [(i, t.numel) for i, t in enumerate(ctx.inputs) if t is not None and t.value is None]
+    return parts + [(None, ctx.outputs[0].numel if ctx.outputs else 0)]
+
+
+def stage_bytes(ctx):
+    """Scratch of staged_call before the float32 kernel's own."""
+    return sum(_align(4 * n) for _, n in _stage(ctx))
+
+
+def staged_call(ctx, f32_call, act="NULL"):
+    """A float16 / bfloat16 node through a float32 kernel: run-time inputs widened into
+    scratch, `f32_call(inputs, y, scratch)` (inputs: per input a float C expression, a
+    float32 array for a constant, or None when absent), the result rounded once into
+    the output. `act` runs on the rounded value: the bits of a separate activation."""
+    short = dtypes.short(ctx.inputs[0].dtype)
+    lines, inputs, offset, y32 = [], [], 0, None
+    for index, count in _stage(ctx):
+        where = f"((float *)(void *)({ctx.scratch} + {offset}))"
+        offset += _align(4 * count)
+        if index is None:
+            y32 = where
+        else:
+            lines.append(f"aotc_stage_widen_{short}({ctx.x(index)}, {where}, {count});")
+            inputs.append((index, where))
+    staged = dict(inputs)
+    operands = [None if not ctx.has_input(i) else staged.get(i, None) or
+                np.asarray(ctx.inputs[i].value, np.float32) for i in range(len(ctx.inputs))]
+    count = ctx.outputs[0].numel
+    lines.append(f32_call(operands, y32, f"({ctx.scratch} + {offset})"))
+    if act != "NULL":
+        lines.append(f"aotc_stage_round_{short}({y32}, {count});")
+        lines.append(f"aotc_activation_apply({act}, {y32}, {count});")
+    lines.append(f"aotc_stage_narrow_{short}({y32}, {ctx.y(0)}, {count});")
+    return "\n".join(lines)
 
 
 def _align(n):
@@ -219,6 +273,12 @@ def scratch(ctx):
     g = _geometry(ctx)
     if ctx.outputs and ctx.outputs[0].numel == 0:
         return 0
+    if np.dtype(ctx.inputs[0].dtype) == np.float64:
+        return 0
+    return (stage_bytes(ctx) if _staged(ctx) else 0) + _f32_scratch(ctx, g)
+
+
+def _f32_scratch(ctx, g):
     from .matmul import NR, sgemm_packed_scratch_bytes, sgemm_scratch_bytes
     kind = g.kind(_has_residual(ctx))
     if kind == "rows":
@@ -249,25 +309,51 @@ def emit_conv(ctx, act="NULL"):
     if ctx.outputs[0].numel == 0:
         return ""
     g = _geometry(ctx)
+    dt = np.dtype(ctx.inputs[0].dtype)
     bias = ctx.x(2) if ctx.has_input(2) else "NULL"
+    if dt == np.float64:
+        if act != "NULL":
+            raise ctx.unsupported("a fused activation on a double conv")
+        return f"aotc_conv_f64({ctx.pool}, {g.c_literal()}, {ctx.x(0)}, {ctx.x(1)}, {bias}, {ctx.y(0)});"
+    if dt == np.float32:
+        w = ctx.inputs[1].value if _weights_const(ctx) else ctx.x(1)
+        return _f32_call(ctx, g, ctx.x(0), w, bias, ctx.y(0), act, ctx.scratch)
+    return _staged_conv(ctx, g, act)
+
+
+def _staged_conv(ctx, g, act):
+    def call(inputs, y, scratch):
+        x, w, bias = (inputs + [None])[:3]
+        if isinstance(x, np.ndarray):
+            x = ctx.const(x)
+        if isinstance(bias, np.ndarray):
+            bias = ctx.const(bias)
+        return _f32_call(ctx, g, x, w, bias or "NULL", y, "NULL", scratch)
+    return staged_call(ctx, call, act)
+
+
+def _f32_call(ctx, g, x, w, bias, y, act, scratch):
+    """The float32 kernel call. `w`: a C expression of W, or its compile-time array."""
     residual = _has_residual(ctx)
     kind = g.kind(residual)
     if kind == "rows":
-        if _weights_const(ctx):
-            w, packed = ctx.const(pack_weights(g, ctx.inputs[1].value)), 1
+        if isinstance(w, np.ndarray):
+            w, packed = ctx.const(pack_weights(g, w)), 1
         else:
-            w, packed = ctx.x(1), 0
-        return (f"aotc_conv_rows({ctx.pool}, {g.c_literal()}, {g.row_tile()}, {ctx.x(0)}, {w}, "
-                f"{packed}, {bias}, {ctx.x(3) if residual else 'NULL'}, {ctx.y(0)}, {act}, "
-                f"{ctx.scratch});")
+            packed = 0
+        return (f"aotc_conv_rows({ctx.pool}, {g.c_literal()}, {g.row_tile()}, {x}, {w}, "
+                f"{packed}, {bias}, {ctx.x(3) if residual else 'NULL'}, {y}, {act}, "
+                f"{scratch});")
+    if isinstance(w, np.ndarray):
+        w = ctx.x(1) if _is_f32(ctx) else ctx.const(np.asarray(w, np.float32))
     if kind == "direct":
-        return (f"aotc_conv_direct({ctx.pool}, {g.c_literal()}, {ctx.x(0)}, {ctx.x(1)}, {bias}, "
-                f"{ctx.y(0)}, {act});")
+        return (f"aotc_conv_direct({ctx.pool}, {g.c_literal()}, {x}, {w}, {bias}, "
+                f"{y}, {act});")
     if kind == "pointwise":
-        return (f"aotc_conv_pointwise({ctx.pool}, {g.c_literal()}, {ctx.x(0)}, {ctx.x(1)}, "
-                f"{bias}, {ctx.y(0)}, {act}, {ctx.scratch});")
-    return (f"aotc_conv_im2col({ctx.pool}, {g.c_literal()}, {g.block_columns()}, {ctx.x(0)}, "
-            f"{ctx.x(1)}, {bias}, {ctx.y(0)}, {act}, {ctx.scratch});")
+        return (f"aotc_conv_pointwise({ctx.pool}, {g.c_literal()}, {x}, {w}, "
+                f"{bias}, {y}, {act}, {scratch});")
+    return (f"aotc_conv_im2col({ctx.pool}, {g.c_literal()}, {g.block_columns()}, {x}, "
+            f"{w}, {bias}, {y}, {act}, {scratch});")
 
 
-OPS = [OpDef("Conv", infer, emit_conv, scratch=scratch, since=1)]
+OPS = [OpDef("Conv", infer, emit_conv, scratch=scratch, since=1, supports_exact=True)]

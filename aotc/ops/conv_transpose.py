@@ -1,4 +1,5 @@
-"""ConvTranspose: float32, NCHW, 1 to 3 spatial dims, group, strides, dilations, pads,
+"""ConvTranspose: float32 (float16 / bfloat16 widened into float32 scratch and rounded
+once on the store, as Conv does), NCHW, 1 to 3 spatial dims, group, strides, dilations, pads,
 output_padding, output_shape and auto_pad (runtime_c/aotc_convtranspose.h).
 
 Output size and leading pads follow the ONNX reference: without output_shape the size
@@ -12,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import dtypes
 from .base import OpDef, TensorType
+from .conv import stage_bytes, staged_call
 
 MAX_SPATIAL = 3
 COLUMNS_BUDGET_BYTES = 2 << 20     # one block of columns: about L2-sized
@@ -64,7 +67,7 @@ def _ints(ctx, name, default, length):
 
 def geometry(ctx):
     ctx.require_inputs(2, 3)
-    ctx.require_dtype(0, (np.float32,))
+    ctx.require_dtype(0, (np.float32,) + dtypes.HALVES)
     x, w = ctx.inputs[0], ctx.inputs[1]
     if w.dtype != x.dtype:
         raise ctx.fail(f"W has element type {w.dtype}, X has {x.dtype}")
@@ -83,7 +86,8 @@ def geometry(ctx):
     if ctx.attr("kernel_shape") is not None and [int(k) for k in ctx.attr("kernel_shape")] != kernel:
         raise ctx.fail(f"kernel_shape {list(ctx.attr('kernel_shape'))} does not match W's {kernel}")
     if ctx.has_input(2) and (tuple(ctx.inputs[2].shape) != (cout_g * group,) or ctx.inputs[2].dtype != x.dtype):
-        raise ctx.fail(f"B must be float32 [{cout_g * group}], is {list(ctx.inputs[2].shape)}")
+        raise ctx.fail(f"B must be {dtypes.name(x.dtype)} [{cout_g * group}], is "
+                       f"{dtypes.name(ctx.inputs[2].dtype)} {list(ctx.inputs[2].shape)}")
     strides = _ints(ctx, "strides", [1] * spatial, spatial)
     dilations = _ints(ctx, "dilations", [1] * spatial, spatial)
     out_pad = _ints(ctx, "output_padding", [0] * spatial, spatial)
@@ -121,7 +125,7 @@ def geometry(ctx):
 
 def _infer(ctx):
     g = geometry(ctx)
-    return [TensorType(np.dtype(np.float32), (g.batch, g.cout_g * g.group) + g.out_dims)]
+    return [TensorType(ctx.inputs[0].dtype, (g.batch, g.cout_g * g.group) + g.out_dims)]
 
 
 def block_pixels(rows, pixels, budget=COLUMNS_BUDGET_BYTES):
@@ -139,18 +143,29 @@ def _cols_bytes(g):
 def _scratch(ctx):
     from .matmul import sgemm_scratch_bytes
     g = geometry(ctx)
-    return _cols_bytes(g) + sgemm_scratch_bytes(g.gemm_rows, block_pixels(g.gemm_rows, g.in_pixels), g.cin_g)
+    staging = stage_bytes(ctx) if np.dtype(ctx.inputs[0].dtype) in dtypes.HALVES else 0
+    return staging + _cols_bytes(g) + sgemm_scratch_bytes(g.gemm_rows, block_pixels(g.gemm_rows, g.in_pixels), g.cin_g)
 
 
 def _emit(ctx):
     if ctx.outputs[0].numel == 0:
         return ""
     g = geometry(ctx)
-    bias = ctx.x(2) if ctx.has_input(2) else "NULL"
+    if np.dtype(ctx.inputs[0].dtype) == np.float32:
+        bias = ctx.x(2) if ctx.has_input(2) else "NULL"
+        return _f32_call(ctx, g, ctx.x(0), ctx.x(1), bias, ctx.y(0), ctx.scratch)
+
+    def call(inputs, y, scratch):
+        x, w, bias = ((ctx.const(v) if isinstance(v, np.ndarray) else v) for v in (inputs + [None])[:3])
+        return _f32_call(ctx, g, x, w, bias or "NULL", y, scratch)
+    return staged_call(ctx, call)
+
+
+def _f32_call(ctx, g, x, w, bias, y, scratch):
     if g.cin_g == 0 or g.in_pixels == 0:
-        return f"aotc_conv_transpose_fill({g.c_literal()}, {bias}, {ctx.y(0)});"
-    return (f"aotc_conv_transpose({ctx.pool}, {g.c_literal()}, {ctx.x(0)}, {ctx.x(1)}, {bias}, "
-            f"{ctx.y(0)}, {block_pixels(g.gemm_rows, g.in_pixels)}, {ctx.scratch}, {_cols_bytes(g)});")
+        return f"aotc_conv_transpose_fill({g.c_literal()}, {bias}, {y});"
+    return (f"aotc_conv_transpose({ctx.pool}, {g.c_literal()}, {x}, {w}, {bias}, "
+            f"{y}, {block_pixels(g.gemm_rows, g.in_pixels)}, {scratch}, {_cols_bytes(g)});")
 
 
 OPS = [OpDef("ConvTranspose", _infer, _emit, scratch=_scratch, since=1, checked_through=28)]

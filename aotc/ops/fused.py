@@ -158,17 +158,30 @@ def _linear_emit(ctx):
 
 # ---- FusedConv -----------------------------------------------------------------------
 
+# the activations whose expression is plain arithmetic exact in double too
+DOUBLE_ACTIVATIONS = ("Relu", "LeakyRelu")
+
+
 def _conv_infer(ctx):
-    _activation(ctx)
+    node = _activation(ctx)
+    if (node is not None and np.dtype(ctx.inputs[0].dtype) == np.float64
+            and node.op_type not in DOUBLE_ACTIVATIONS):
+        raise ctx.unsupported(f"a fused {node.op_type} on a double conv (double supports "
+                              f"{', '.join(DOUBLE_ACTIVATIONS)})")
     return conv.infer(ctx)
 
 
 def _conv_emit(ctx):
-    return conv.emit_conv(ctx, activation_struct(ctx))
+    if np.dtype(ctx.inputs[0].dtype) != np.float64 or _activation(ctx) is None:
+        return conv.emit_conv(ctx, activation_struct(ctx))
+    y, n = ctx.y(0), ctx.outputs[0].numel
+    return (conv.emit_conv(ctx) + f"\n{{ int64_t i; for (i = 0; i < {n}; i++) "
+            f"{y}[i] = AOTC_CANON_F64({activation_expression(ctx, f'{y}[i]')}); }}")
 
 
 OPS = [
     OpDef("Linear", _linear_infer, _linear_emit, _linear_evaluate, scratch=_linear_scratch,
           domain="ai.aotc", since=1, supports_exact=True),
-    OpDef("FusedConv", _conv_infer, _conv_emit, scratch=conv.scratch, domain="ai.aotc", since=1),
+    OpDef("FusedConv", _conv_infer, _conv_emit, scratch=conv.scratch, domain="ai.aotc", since=1,
+          supports_exact=True),
 ]

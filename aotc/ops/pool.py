@@ -1,4 +1,6 @@
-"""MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool (fp32, 1-D to 3-D).
+"""MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool (1-D to 3-D): float32
+through the vectorized kernels, double / float16 / bfloat16 (and int8 / uint8 for
+MaxPool) through the plain typed ones of runtime_c/aotc_pool.h.
 
 The windows are resolved here (auto_pad, ceil_mode, dilations) into one 3-D geometry
 that runtime_c/aotc_pool.h walks; global pools are reductions over the spatial dims.
@@ -7,10 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import dtypes
 from .base import OpDef, TensorType
-from .reduce import reduce_call
+from .reduce import reduce_call, reduce_scratch_bytes
 
-FLOAT = (np.float32,)
+FLOAT = (np.float32, np.float64, np.float16, dtypes.BFLOAT16)
+MAX_TYPES = FLOAT + (np.int8, np.uint8)
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
@@ -115,7 +119,7 @@ def _wants_indices(ctx):
 
 def _pool_infer(ctx):
     ctx.require_inputs(1)
-    ctx.require_dtype(0, FLOAT)
+    ctx.require_dtype(0, MAX_TYPES if ctx.node.op_type == "MaxPool" else FLOAT)
     x = ctx.inputs[0]
     w = window(ctx)
     shape = tuple(x.shape[:2]) + tuple(w.out)
@@ -130,7 +134,7 @@ def _max_pool_emit(ctx):
         return ""
     indices = _wants_indices(ctx)
     geom = _geometry(ctx, window(ctx), column_major=indices and ctx.attr("storage_order", 0) == 1)
-    return (f"aotc_pooling_f32({ctx.pool}, {geom}, 1, {ctx.x(0)}, {ctx.y(0)}, "
+    return (f"{_kernel(ctx)}({ctx.pool}, {geom}, 1, {ctx.x(0)}, {ctx.y(0)}, "
             f"{ctx.y(1) if indices else 'NULL'});")
 
 
@@ -138,7 +142,11 @@ def _average_pool_emit(ctx):
     if ctx.outputs[0].numel == 0:
         return ""
     geom = _geometry(ctx, window(ctx), int(ctx.attr("count_include_pad", 0)))
-    return f"aotc_pooling_f32({ctx.pool}, {geom}, 0, {ctx.x(0)}, {ctx.y(0)}, NULL);"
+    return f"{_kernel(ctx)}({ctx.pool}, {geom}, 0, {ctx.x(0)}, {ctx.y(0)}, NULL);"
+
+
+def _kernel(ctx):
+    return f"aotc_pooling_{dtypes.short(ctx.inputs[0].dtype)}"
 
 
 def _global_infer(ctx):
@@ -148,6 +156,12 @@ def _global_infer(ctx):
     if x.rank < 3:
         raise ctx.fail(f"input of shape {list(x.shape)} has no spatial dims")
     return [TensorType(x.dtype, tuple(x.shape[:2]) + (1,) * (x.rank - 2))]
+
+
+def _global_scratch(kernel):
+    def scratch(ctx):
+        return reduce_scratch_bytes(kernel, ctx.inputs[0].dtype, ctx.outputs[0].numel)
+    return scratch
 
 
 def _global(kernel):
@@ -162,6 +176,8 @@ def _global(kernel):
 OPS = [
     OpDef("MaxPool", _pool_infer, _max_pool_emit, since=1, supports_exact=True),
     OpDef("AveragePool", _pool_infer, _average_pool_emit, since=1, supports_exact=True),
-    OpDef("GlobalMaxPool", _global_infer, _global("max"), since=1, supports_exact=True),
-    OpDef("GlobalAveragePool", _global_infer, _global("mean"), since=1, supports_exact=True),
+    OpDef("GlobalMaxPool", _global_infer, _global("max"), scratch=_global_scratch("max"), since=1,
+          supports_exact=True),
+    OpDef("GlobalAveragePool", _global_infer, _global("mean"), scratch=_global_scratch("mean"),
+          since=1, supports_exact=True),
 ]
