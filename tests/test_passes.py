@@ -283,3 +283,13 @@ def test_the_dumped_bert_graph_is_valid_onnx_of_fused_nodes(tmp_path):
     assert counts[("ai.aotc", "Attention")] == 12
     assert counts[("ai.aotc", "Linear")] >= 72
     assert ("", "MatMul") not in counts and ("", "Softmax") not in counts
+
+
+def test_conv_activation_leaves_a_double_conv_to_activations_its_kernel_lacks():
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Sigmoid", ["c"], ["s"]),
+             helper.make_node("Conv", ["x", "w"], ["d"]), helper.make_node("Relu", ["d"], ["r"])]
+    model = make_model(nodes, [("x", np.float64, (1, 2, 5, 5))], [("s", np.float64, None), ("r", np.float64, None)],
+                       {"w": random((3, 2, 3, 3)).astype(np.float64)})
+    report = _compare(model, {"x": random((1, 2, 5, 5)).astype(np.float64)}, exact_bits=True)
+    assert report["passes"]["conv-activation"] == 1          # the Relu one
+    assert any("no Sigmoid" in note for note in report["pass_notes"])
