@@ -7,7 +7,7 @@
                            before the activation.
 
 The activation comes from the attributes of aotc/passes/activation.py and runs in the
-product's tile epilogue (aotc_activation in runtime_c/aotc_gemm.h): bias first, one
+product's tile epilogue (aotc_activation in runtime_c/aotc_activation.h): bias first, one
 rounded add, then the activation's own arithmetic, so the fused graph gives the bits of
 the separate operators. Constant evaluation reuses the standalone operators' numpy.
 """
@@ -17,11 +17,6 @@ from .. import dtypes
 from . import activations, conv, gelu
 from .base import OpDef, TensorType, c_float
 from .matmul import pack_b, sgemm_packed_scratch_bytes
-
-# activation attribute -> the runtime's aotc_act_kind (without AOTC_ACT_)
-KINDS = {"Relu": "RELU", "LeakyRelu": "LEAKY_RELU", "Clip": "CLIP", "HardSigmoid": "HARD_SIGMOID",
-         "HardSwish": "HARD_SWISH", "Sigmoid": "SIGMOID", "Tanh": "TANH", "Gelu": "GELU"}
-
 
 class _ActivationNode:
     """The activation as its standalone operator sees it: ONNX attribute names, a float32
@@ -52,26 +47,12 @@ def _activation(ctx):
         name = name.decode()
     if name is None or name == "":
         return None
-    if name not in KINDS:
-        raise ctx.unsupported(f"activation {name!r} (supported: {', '.join(KINDS)})")
+    if name not in activations.EPILOGUE_KINDS:
+        raise ctx.unsupported(f"activation {name!r} (supported: {', '.join(activations.EPILOGUE_KINDS)})")
     node = _ActivationNode(ctx, name)
     if name == "Gelu" and node.attr("approximate") not in ("none", "tanh"):
         raise ctx.fail(f"gelu_approximate={node.attr('approximate')!r}; expected 'none' or 'tanh'")
     return node
-
-
-def _params(node):
-    """(kind, a, b) of the runtime's aotc_activation for this activation."""
-    name = node.op_type
-    if name == "LeakyRelu":
-        return KINDS[name], node.attr("alpha", 0.01), 0.0
-    if name == "HardSigmoid":
-        return KINDS[name], node.attr("alpha", 0.2), node.attr("beta", 0.5)
-    if name == "Clip":
-        return KINDS[name], node.attr("min", -np.inf), node.attr("max", np.inf)
-    if name == "Gelu" and node.attr("approximate") == "tanh":
-        return "GELU_TANH", 0.0, 0.0
-    return KINDS[name], 0.0, 0.0
 
 
 def activation_struct(ctx):
@@ -79,17 +60,16 @@ def activation_struct(ctx):
     node = _activation(ctx)
     if node is None:
         return "NULL"
-    kind, a, b = _params(node)
+    kind, a, b = activations.epilogue_params(node.op_type, node.attr)
     return f"(&(const aotc_activation){{AOTC_ACT_{kind}, {c_float(a)}, {c_float(b)}}})"
 
 
 def activation_expression(ctx, x="X"):
-    """The activation as one C float expression over `x` (AOTC_ACTIVATION of aotc_gemm.h)."""
+    """The activation as one C float expression over `x` (AOTC_ACTIVATION of aotc_activation.h)."""
     node = _activation(ctx)
     if node is None:
         return x
-    kind, a, b = _params(node)
-    return f"AOTC_ACTIVATION({kind}, {x}, {c_float(a)}, {c_float(b)})"
+    return activations.epilogue_expression(*activations.epilogue_params(node.op_type, node.attr), x=x)
 
 
 def apply_activation(ctx, y):
