@@ -51,7 +51,9 @@ def resolve_target(target):
 def c_flags(target, mode, sanitize=False):
     if mode not in MODES:
         raise Unsupported(f"mode {mode!r} is not one of {', '.join(MODES)}")
-    flags = ["-std=c99", "-O3", "-fPIC", "-fno-math-errno", "-Wall", "-Wextra"]
+    # A call to an undeclared function must stop the build, not fail when the module loads.
+    flags = ["-std=c99", "-O3", "-fPIC", "-fno-math-errno", "-Wall", "-Wextra",
+             "-Werror=implicit-function-declaration"]
     flags += _TARGET_FLAGS[target] + _MODE_FLAGS[mode]
     if sanitize:
         flags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]

@@ -8,7 +8,8 @@ import pytest
 from onnx import helper
 
 import aotc
-from aotc.codegen import cnames
+from aotc import resources
+from aotc.codegen import cnames, runtime_headers
 from oracle import make_model, random
 
 HOSTILE = ['a*/b', 'q"uote', "back\\slash", "new\nline", "#include <stdio.h>", "tri??/graph",
@@ -90,3 +91,38 @@ int main(void) {
     assert build.returncode == 0, build.stderr
     run = subprocess.run([str(tmp_path / "both")], capture_output=True, text=True)
     assert run.stdout.split() == ["-1.5", "2", "0", "2"]
+
+
+def _runtime_includes(source):
+    return [line.split("/")[-1].rstrip('"') for line in source.splitlines()
+            if line.startswith('#include "aotc_runtime/')]
+
+
+def test_a_model_includes_only_the_runtime_headers_it_uses(tmp_path):
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+                       [("x", np.float32, (2, 3))], [("y", np.float32, (2, 4))],
+                       initializers={"w": random((3, 4))})
+    sess = aotc.compile(model, out_dir=tmp_path)
+    included = _runtime_includes((tmp_path / f"{sess.name}.c").read_text())
+    assert "aotc_gemm.h" in included and "aotc_threads.h" in included
+    assert not {"aotc_runtime.h", "aotc_rnn.h", "aotc_conv.h", "aotc_signal.h"} & set(included)
+
+
+def test_an_unknown_runtime_name_includes_the_whole_runtime():
+    assert runtime_headers.headers_for("aotc_gemm_no_such_kernel(x);") == ["aotc_runtime.h"]
+    assert runtime_headers.headers_for("#ifdef AOTC_EXACT\n#endif") == sorted(runtime_headers.ALWAYS)
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+@pytest.mark.parametrize("flags", [["-march=x86-64-v4", "-DAOTC_TARGET_AVX512"],
+                                   ["-march=x86-64-v3", "-DAOTC_TARGET_AVX2", "-DAOTC_NO_THREADS"],
+                                   ["-DAOTC_TARGET_GENERIC", "-DAOTC_EXACT"]])
+def test_every_runtime_header_compiles_on_its_own(tmp_path, flags):
+    # A model includes only the headers it names, so none may lean on an earlier include.
+    headers = sorted(p.name for p in resources.runtime_dir().glob("*.h"))
+    for header in headers:
+        (tmp_path / f"only_{header}.c").write_text(f'#include "{header}"\n')
+    cmd = [CC, *STRICT, f"-I{resources.runtime_dir()}", *flags, "-fsyntax-only",
+           *[f"only_{h}.c" for h in headers]]
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -11,7 +11,7 @@ import jinja2
 from .. import dtypes, resources
 from ..errors import AotcError, InvalidModel, Unsupported
 from ..ops.base import EmitContext
-from . import cnames
+from . import cnames, runtime_headers
 from .weights import WeightsBlob
 
 WEIGHTS_FORMS = ("incbin", "c")
@@ -114,6 +114,8 @@ def generate(plan, name, out_dir, target, weights_form="incbin"):
         "outputs": outputs,
         "workspace_bytes": plan.workspace_bytes, "weights_bytes": emitter.blob.padded_size(),
         "weights_form": weights_form, "target": target, "exact": exact,
+        "runtime_headers": runtime_headers.headers_for(
+            "\n".join(line for step in steps for line in step["lines"])),
     }
     env = _environment()
     os.makedirs(out_dir, exist_ok=True)
