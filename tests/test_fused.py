@@ -234,6 +234,19 @@ def test_conv_activation_becomes_fused_conv(kind, group):
            count=len(acts))
 
 
+@pytest.mark.parametrize("kind", ["pointwise", "depthwise", "im2col"])
+def test_conv_activation_in_exact_mode(kind):
+    """Exact mode's conv kernels with the activation in their epilogue: the bits of the
+    unfused Conv then activation, on 1 and 2 threads."""
+    opset, acts = ACTIVATION_GROUPS["opset20"]
+    model = _conv_model(kind, acts, opset=opset)
+    feeds = {"x": random(CONVS[kind][0], seed=9, low=-3, high=3)}
+    got = _check(model, feeds, conv_activation, "FusedConv", count=len(acts), mode="exact")
+    again = _fused_session(model, conv_activation, mode="exact", threads=2).run(feeds)
+    for name in got:
+        assert np.array_equal(got[name], again[name]), name
+
+
 @pytest.mark.parametrize("kind", list(CONVS))
 def test_fused_conv_without_bias(kind):
     model = _conv_model(kind, [("Relu", {}), ("Tanh", {})], bias=False)
