@@ -33,59 +33,118 @@ AOTC_FN void aotc_parallel_for(aotc_pool *pool, int64_t count, aotc_task_fn fn, 
 
 #include <pthread.h>
 
+/* A worker that finished a piece spins this many pauses (tens of microseconds) for the
+ * next dispatch before it sleeps: a model dispatches every few microseconds, and
+ * waking a sleeping thread costs about as much as a small kernel. */
+#ifndef AOTC_POOL_SPINS
+#define AOTC_POOL_SPINS 8192
+#endif
+
 typedef struct aotc_pool {
   pthread_mutex_t config;   /* serializes aotc_pool_set_threads */
-  pthread_mutex_t lock;     /* guards the fields below */
+  pthread_mutex_t lock;     /* sleeping and waking; guards busy, sleeping, nworkers */
+  pthread_mutex_t atomics;  /* the atomic operations, where the compiler has none */
   pthread_cond_t wake, done;
   pthread_t workers[AOTC_MAX_THREADS];
-  int nworkers, stop, busy, pending;
-  unsigned generation, start_generation;  /* workers begin from start_generation */
+  int nworkers, busy, sleeping;
+  /* One dispatch: fn, arg and count are written before `ticket` announces it. */
   aotc_task_fn fn;
   void *arg;
-  int64_t count, next;
+  int64_t count;
+  /* Read and written atomically: */
+  int64_t stop, next, finished;
+  /* generation << 32 | AOTC_POOL_CLOSED_ | workers that joined. A worker joins only an
+   * open dispatch of the generation it saw; the caller closes it once it has drained
+   * the pieces and waits for the workers that joined, never for one still asleep. */
+  int64_t ticket;
 } aotc_pool;
 
+#define AOTC_POOL_CLOSED_ ((int64_t)1 << 31)
+#define AOTC_POOL_GENERATION_(ticket) ((ticket) >> 32)
 #define AOTC_POOL_INIT {.config = PTHREAD_MUTEX_INITIALIZER, .lock = PTHREAD_MUTEX_INITIALIZER, \
-                        .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER}
+                        .atomics = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, \
+                        .done = PTHREAD_COND_INITIALIZER}
 
-AOTC_FN int64_t aotc_pool_claim_(aotc_pool *p) {
-#if defined(__GNUC__) || defined(__clang__)
-  return __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(AOTC_POOL_PORTABLE)
+#define AOTC_POOL_LOAD_(p, field) __atomic_load_n(&(p)->field, __ATOMIC_ACQUIRE)
+#define AOTC_POOL_STORE_(p, field, v) __atomic_store_n(&(p)->field, (int64_t)(v), __ATOMIC_RELEASE)
+#define AOTC_POOL_ADD_(p, field, v) __atomic_fetch_add(&(p)->field, (int64_t)(v), __ATOMIC_ACQ_REL)
+#define AOTC_POOL_OR_(p, field, v) __atomic_fetch_or(&(p)->field, (int64_t)(v), __ATOMIC_ACQ_REL)
+#define AOTC_POOL_CAS_(p, field, expected, v) \
+  __atomic_compare_exchange_n(&(p)->field, &(expected), (v), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+#if defined(__x86_64__) || defined(__i386__)
+#define AOTC_POOL_PAUSE_() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define AOTC_POOL_PAUSE_() __asm__ __volatile__("yield")
 #else
-  int64_t i;
-  pthread_mutex_lock(&p->lock);
-  i = p->next++;
-  pthread_mutex_unlock(&p->lock);
-  return i;
+#define AOTC_POOL_PAUSE_() ((void)0)
 #endif
+#else   /* any C99 compiler: the same operations under a mutex */
+enum { AOTC_POOL_OP_LOAD_, AOTC_POOL_OP_STORE_, AOTC_POOL_OP_ADD_, AOTC_POOL_OP_OR_, AOTC_POOL_OP_CAS_ };
+AOTC_FN int64_t aotc_pool_atomic_(aotc_pool *p, int64_t *field, int op, int64_t v, int64_t expected) {
+  int64_t old;
+  pthread_mutex_lock(&p->atomics);
+  old = *field;
+  if (op == AOTC_POOL_OP_STORE_ || (op == AOTC_POOL_OP_CAS_ && old == expected)) *field = v;
+  if (op == AOTC_POOL_OP_ADD_) *field = old + v;
+  if (op == AOTC_POOL_OP_OR_) *field = old | v;
+  pthread_mutex_unlock(&p->atomics);
+  return old;
 }
+AOTC_FN int aotc_pool_cas_(aotc_pool *p, int64_t *field, int64_t *expected, int64_t v) {
+  int64_t old = aotc_pool_atomic_(p, field, AOTC_POOL_OP_CAS_, v, *expected);
+  if (old == *expected) return 1;
+  *expected = old;
+  return 0;
+}
+#define AOTC_POOL_LOAD_(p, field) aotc_pool_atomic_(p, &(p)->field, AOTC_POOL_OP_LOAD_, 0, 0)
+#define AOTC_POOL_STORE_(p, field, v) ((void)aotc_pool_atomic_(p, &(p)->field, AOTC_POOL_OP_STORE_, (v), 0))
+#define AOTC_POOL_ADD_(p, field, v) aotc_pool_atomic_(p, &(p)->field, AOTC_POOL_OP_ADD_, (v), 0)
+#define AOTC_POOL_OR_(p, field, v) aotc_pool_atomic_(p, &(p)->field, AOTC_POOL_OP_OR_, (v), 0)
+#define AOTC_POOL_CAS_(p, field, expected, v) aotc_pool_cas_(p, &(p)->field, &(expected), (v))
+#define AOTC_POOL_PAUSE_() ((void)0)
+#endif
 
 AOTC_FN void aotc_pool_drain_(aotc_pool *p, aotc_task_fn fn, void *arg, int64_t count) {
   int64_t i;
-  while ((i = aotc_pool_claim_(p)) < count) fn(arg, i);
+  while ((i = AOTC_POOL_ADD_(p, next, 1)) < count) fn(arg, i);
+}
+
+/* Join the dispatch of `generation` if it is still open. */
+AOTC_FN int aotc_pool_join_(aotc_pool *p, int64_t generation) {
+  int64_t t = AOTC_POOL_LOAD_(p, ticket);
+  while (AOTC_POOL_GENERATION_(t) == generation && !(t & AOTC_POOL_CLOSED_))
+    if (AOTC_POOL_CAS_(p, ticket, t, t + 1)) return 1;
+  return 0;
 }
 
 AOTC_FN void *aotc_pool_worker_(void *self) {
   aotc_pool *p = (aotc_pool *)self;
-  unsigned seen;
-  pthread_mutex_lock(&p->lock);
-  seen = p->start_generation;   /* not generation: a dispatch may already have begun */
+  int64_t seen = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket));   /* from now on */
   for (;;) {
-    aotc_task_fn fn;
-    void *arg;
-    int64_t count;
-    while (p->generation == seen && !p->stop) pthread_cond_wait(&p->wake, &p->lock);
-    if (p->stop) break;
-    seen = p->generation;
-    fn = p->fn;
-    arg = p->arg;
-    count = p->count;
-    pthread_mutex_unlock(&p->lock);
-    aotc_pool_drain_(p, fn, arg, count);
+    int64_t g = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket));
+    int i;
+    for (i = 0; i < AOTC_POOL_SPINS && g == seen && !AOTC_POOL_LOAD_(p, stop); i++) {
+      AOTC_POOL_PAUSE_();
+      g = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket));
+    }
+    if (g == seen) {   /* nothing came while spinning: sleep until a dispatch or stop */
+      pthread_mutex_lock(&p->lock);
+      p->sleeping++;
+      while ((g = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket))) == seen && !AOTC_POOL_LOAD_(p, stop))
+        pthread_cond_wait(&p->wake, &p->lock);
+      p->sleeping--;
+      pthread_mutex_unlock(&p->lock);
+      if (g == seen) break;   /* stopped */
+    }
+    seen = g;
+    if (!aotc_pool_join_(p, g)) continue;   /* the caller finished it alone */
+    aotc_pool_drain_(p, p->fn, p->arg, p->count);
+    AOTC_POOL_ADD_(p, finished, 1);
     pthread_mutex_lock(&p->lock);
-    if (--p->pending == 0) pthread_cond_broadcast(&p->done);
+    pthread_cond_broadcast(&p->done);
+    pthread_mutex_unlock(&p->lock);
   }
-  pthread_mutex_unlock(&p->lock);
   return NULL;
 }
 
@@ -97,14 +156,13 @@ AOTC_FN void aotc_pool_set_threads(aotc_pool *p, int n) {
     pthread_mutex_lock(&p->lock);
     while (p->busy) pthread_cond_wait(&p->done, &p->lock);
     p->busy = 1;          /* keep dispatches out while workers change */
-    p->stop = 1;
+    AOTC_POOL_STORE_(p, stop, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
     for (i = 0; i < p->nworkers; i++) pthread_join(p->workers[i], NULL);
     pthread_mutex_lock(&p->lock);
-    p->stop = 0;
+    AOTC_POOL_STORE_(p, stop, 0);
     p->nworkers = 0;
-    p->start_generation = p->generation;
     for (i = 0; i < want; i++) {
       if (pthread_create(&p->workers[i], NULL, aotc_pool_worker_, p) != 0) break;
       p->nworkers++;
@@ -119,22 +177,25 @@ AOTC_FN void aotc_pool_set_threads(aotc_pool *p, int n) {
 AOTC_FN int aotc_pool_threads(aotc_pool *p) { return p->nworkers + 1; }
 
 AOTC_FN void aotc_parallel_for(aotc_pool *p, int64_t count, aotc_task_fn fn, void *arg) {
-  int64_t i;
+  int64_t i, joined;
   if (count > 1 && p->nworkers > 0) {
     pthread_mutex_lock(&p->lock);
     if (!p->busy) {
+      int64_t generation = (AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket)) + 1) & 0x7FFFFFFF;
       p->busy = 1;
       p->fn = fn;
       p->arg = arg;
       p->count = count;
-      p->next = 0;
-      p->pending = p->nworkers;
-      p->generation++;
-      pthread_cond_broadcast(&p->wake);
+      AOTC_POOL_STORE_(p, next, 0);
+      AOTC_POOL_STORE_(p, finished, 0);
+      AOTC_POOL_STORE_(p, ticket, generation << 32);   /* publishes the above */
+      if (p->sleeping) pthread_cond_broadcast(&p->wake);
       pthread_mutex_unlock(&p->lock);
       aotc_pool_drain_(p, fn, arg, count);
+      joined = AOTC_POOL_OR_(p, ticket, AOTC_POOL_CLOSED_) & (AOTC_POOL_CLOSED_ - 1);
+      for (i = 0; i < AOTC_POOL_SPINS && AOTC_POOL_LOAD_(p, finished) < joined; i++) AOTC_POOL_PAUSE_();
       pthread_mutex_lock(&p->lock);
-      while (p->pending > 0) pthread_cond_wait(&p->done, &p->lock);
+      while (AOTC_POOL_LOAD_(p, finished) < joined) pthread_cond_wait(&p->done, &p->lock);
       p->busy = 0;
       pthread_cond_broadcast(&p->done);
       pthread_mutex_unlock(&p->lock);
