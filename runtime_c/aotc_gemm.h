@@ -30,6 +30,7 @@
 #define AOTC_SGEMM_KC 256
 #define AOTC_SGEMM_PANELS_PER_TASK 8   /* row panels per task, at most */
 #define AOTC_SGEMM_STRIPS_PER_TASK 16  /* B strips per task, at most (512 columns) */
+#define AOTC_SGEMM_MIN_TASKS 16        /* cut finer when the tiles allow: threads balance */
 #define AOTC_SGEMM_PACK_A_STRIPS 4     /* A may be packed past this many strips */
 #ifndef AOTC_SGEMV_ROWS_NC
 #define AOTC_SGEMV_ROWS_NC 512  /* columns per task on the M = 1 path over row-major B */
@@ -267,6 +268,26 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
   aotc_activation_apply(j->act, j->C + c0, cols);
 }
 
+/* Tasks of at most 8 panels x 16 strips, the panels and strips shared out evenly;
+ * a small product is cut finer, the larger side of a task first, until there are
+ * AOTC_SGEMM_MIN_TASKS tasks or single tiles. Shape only: a tile's sums never depend
+ * on which task (or thread) computes it. */
+AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
+  int64_t np = aotc_sgemm_div_up_(j->panels, AOTC_SGEMM_PANELS_PER_TASK);
+  int64_t ns = aotc_sgemm_div_up_(j->strips, AOTC_SGEMM_STRIPS_PER_TASK);
+  for (;;) {
+    int64_t pp = aotc_sgemm_div_up_(j->panels, np), sp = aotc_sgemm_div_up_(j->strips, ns);
+    int64_t tasks = aotc_sgemm_div_up_(j->panels, pp) * aotc_sgemm_div_up_(j->strips, sp);
+    if (tasks >= AOTC_SGEMM_MIN_TASKS || (pp == 1 && sp == 1)) break;
+    if (sp * AOTC_SGEMM_NR >= pp * AOTC_SGEMM_MR && sp > 1) ns++;
+    else if (pp > 1) np++;
+    else ns++;
+  }
+  j->panels_per_task = aotc_sgemm_div_up_(j->panels, np);
+  j->strips_per_task = aotc_sgemm_div_up_(j->strips, ns);
+  j->ntasks_n = aotc_sgemm_div_up_(j->strips, j->strips_per_task);
+}
+
 /* The common driver: packed_b is B already packed (then B/ldb/trans_b are unused). */
 AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                              const float *A, int64_t lda, int trans_a,
@@ -314,10 +335,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
     aotc_parallel_for(pool, aotc_sgemm_div_up_(N, width), aotc_sgemv_task_, &j);
     return;
   }
-  /* Blocks of at most 8 panels x 16 strips, the panels and strips shared out evenly. */
-  j.panels_per_task = aotc_sgemm_div_up_(j.panels, aotc_sgemm_div_up_(j.panels, AOTC_SGEMM_PANELS_PER_TASK));
-  j.strips_per_task = aotc_sgemm_div_up_(j.strips, aotc_sgemm_div_up_(j.strips, AOTC_SGEMM_STRIPS_PER_TASK));
-  j.ntasks_n = aotc_sgemm_div_up_(j.strips, j.strips_per_task);
+  aotc_sgemm_split_(&j);
   aotc_parallel_for(pool, aotc_sgemm_div_up_(j.panels, j.panels_per_task) * j.ntasks_n,
                     aotc_sgemm_block_task_, &j);
 }
