@@ -7,11 +7,14 @@ For each model (ONNX file plus its .json of input shapes, as written by
 ../shared/models/make_models.py, in --models-dir or $AOTC_MODELS_DIR): compile with
 aotc (fresh cache: the compile time is real), open onnxruntime (ORT_ENABLE_ALL,
 intra-op threads = N, sequential execution), then at each thread count N time both
-interleaved (alternating which goes first), after a warm-up, and print the medians,
-the aotc/ORT ratio of the medians, the median of the per-pair ratios (steadier on a
+interleaved in blocks of calls (see interleaved()), after a warm-up, and print the medians,
+the aotc/ORT ratio of the medians, the median ratio of paired blocks (steadier on a
 busy machine), the compile / session-creation times, the peak resident memory of a
 fresh process that loads and runs the model once with each (ru_maxrss), and the
 largest relative error of aotc against ORT (max |aotc - ort| / max |ort|).
+With --mode exact, the model is also compiled in fast mode and the two aotc builds are
+timed against each other the same way: the last column is exact mode's cost, the
+paired exact/fast ratio.
 """
 import argparse
 import json
@@ -112,19 +115,44 @@ def peak_kib(args, runtime, path, model, threads):
 
 # ---- timing ---------------------------------------------------------------------------
 
+BLOCK = 5        # timed calls in a row of one runtime, between blocks of the other's
+SETTLE_S = 0.05  # before a block: the other runtime's threads stop spinning and sleep
+LEAD_S = 0.005   # then untimed calls, at least this long: this runtime's threads and
+                 # the cores wake up
+
+
 def interleaved(run_a, run_b, warmup, runs):
-    """Medians (s) of run_a and run_b timed alternately, and the median per-pair ratio."""
-    for _ in range(warmup):
-        run_a()
-        run_b()
-    ta, tb = [], []
-    for i in range(runs):
-        for which in ((0, 1) if i % 2 == 0 else (1, 0)):
-            fn, times = (run_a, ta) if which == 0 else (run_b, tb)
+    """Medians (s) of run_a and run_b, and the median ratio of paired block medians.
+
+    The two alternate in blocks (which goes first alternates too). A pool's threads
+    spin for a while after a call (onnxruntime's for milliseconds): a call timed right
+    after the other runtime's would share the cores with its spinning threads. So each
+    block starts after a pause, with untimed calls that wake its own threads."""
+    def block(fn):
+        time.sleep(SETTLE_S)
+        lead_until = time.perf_counter() + LEAD_S
+        fn()
+        while time.perf_counter() < lead_until:
+            fn()
+        times = []
+        for _ in range(BLOCK):
             t = time.perf_counter()
             fn()
             times.append(time.perf_counter() - t)
-    pairs = [a / b for a, b in zip(ta, tb)]
+        return times
+
+    for _ in range(warmup):
+        run_a()
+        run_b()
+    ta, tb, pairs = [], [], []
+    for i in range(-(-runs // BLOCK)):
+        if i % 2 == 0:
+            a, b = block(run_a), block(run_b)
+        else:
+            b, a = block(run_b), block(run_a)
+        ta += a
+        tb += b
+        pairs.append(statistics.median(a) / statistics.median(b))
     return statistics.median(ta), statistics.median(tb), statistics.median(pairs)
 
 
@@ -133,11 +161,14 @@ def bench_model(args, name, build_root):
     path = os.path.join(args.models_dir, f"{name}.onnx")
     inputs = model_inputs(args.models_dir, name)
     feeds = seeded_feeds(inputs)
+    shapes = {n: s for n, _, s in inputs}
     out_dir = os.path.join(build_root, name)
     t = time.perf_counter()
-    aotc.compile(path, shapes={n: s for n, _, s in inputs}, mode=args.mode, out_dir=out_dir,
-                 threads=1)
+    aotc.compile(path, shapes=shapes, mode=args.mode, out_dir=out_dir, threads=1)
     compile_s = time.perf_counter() - t
+    fast_dir = os.path.join(build_root, name + "-fast")
+    if args.mode == "exact":
+        aotc.compile(path, shapes=shapes, mode="fast", out_dir=fast_dir, threads=1)
     rows = []
     for threads in args.threads:
         sess = aotc.load(out_dir, threads=threads)
@@ -150,21 +181,27 @@ def bench_model(args, name, build_root):
                                          args.warmup, args.runs)
         mem_a = peak_kib(args, "aotc", out_dir, name, threads)
         mem_o = peak_kib(args, "ort", path, name, threads)
+        cost = float("nan")
+        if args.mode == "exact":
+            fast = aotc.load(fast_dir, threads=threads)
+            cost = interleaved(lambda: sess.run(feeds), lambda: fast.run(feeds), args.warmup, args.runs)[2]
         rows.append((name, threads, ms_a * 1e3, ms_o * 1e3, ms_a / ms_o, paired, compile_s,
-                     ort_open_s, mem_a / 1024, mem_o / 1024, err))
+                     ort_open_s, mem_a / 1024, mem_o / 1024, err, cost))
         print(format_row(rows[-1]), flush=True)
-        del ort
+        ort = None   # free its memory before the next thread count
     return rows
 
 
 HEADER = (f"{'model':<12} {'thr':>3} {'aotc ms':>9} {'ORT ms':>9} {'ratio':>6} {'paired':>6} "
           f"{'compile s':>9} {'ORT open s':>10} {'aotc MiB':>9} {'ORT MiB':>8} {'max rel err':>11}")
+EXACT_HEADER = f" {'exact/fast':>10}"
 
 
 def format_row(r):
-    name, threads, ms_a, ms_o, ratio, paired, comp, open_s, mem_a, mem_o, err = r
-    return (f"{name:<12} {threads:>3} {ms_a:>9.3f} {ms_o:>9.3f} {ratio:>6.3f} {paired:>6.3f} "
-            f"{comp:>9.1f} {open_s:>10.2f} {mem_a:>9.1f} {mem_o:>8.1f} {err:>11.2e}")
+    name, threads, ms_a, ms_o, ratio, paired, comp, open_s, mem_a, mem_o, err, cost = r
+    row = (f"{name:<12} {threads:>3} {ms_a:>9.3f} {ms_o:>9.3f} {ratio:>6.3f} {paired:>6.3f} "
+           f"{comp:>9.1f} {open_s:>10.2f} {mem_a:>9.1f} {mem_o:>8.1f} {err:>11.2e}")
+    return row if cost != cost else row + f" {cost:>10.3f}"
 
 
 def main():
@@ -198,7 +235,7 @@ def main():
         if m not in present:
             print(f"skipping {m}: no {m}.onnx in {args.models_dir}")
     print(f"mode={args.mode} runs={args.runs} warmup={args.warmup} cpus={os.cpu_count()}")
-    print(HEADER, flush=True)
+    print(HEADER + (EXACT_HEADER if args.mode == "exact" else ""), flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="aotc-bench-") as root:
         if not args.reuse_cache:
