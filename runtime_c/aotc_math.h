@@ -423,17 +423,19 @@ AOTC_FN void aotc_exact_sigmoid_f32(const float *x, float *y, int64_t n) {
 }
 
 /* ---- what generated element-wise code calls ------------------------------------------
- * aotc's exact functions in exact mode (the same bits everywhere), libm's otherwise. */
+ * aotc's exact functions in exact mode (the same bits everywhere), its fast ones
+ * otherwise: within 3 ulp, and a loop of them vectorizes where libm's would be a call
+ * per element (Gelu's erf in a transformer's epilogue, softmax's exp). */
 #ifdef AOTC_EXACT
 #define AOTC_EXPF(x) aotc_exact_expf(x)
 #define AOTC_LOGF(x) aotc_exact_logf(x)
 #define AOTC_TANHF(x) aotc_exact_tanhf(x)
 #define AOTC_ERFF(x) aotc_exact_erff(x)
 #else
-#define AOTC_EXPF(x) expf(x)
-#define AOTC_LOGF(x) logf(x)
-#define AOTC_TANHF(x) tanhf(x)
-#define AOTC_ERFF(x) erff(x)
+#define AOTC_EXPF(x) aotc_fast_expf(x)
+#define AOTC_LOGF(x) aotc_fast_logf(x)
+#define AOTC_TANHF(x) aotc_fast_tanhf(x)
+#define AOTC_ERFF(x) aotc_fast_erff(x)
 #endif
 
 #endif

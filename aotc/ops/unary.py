@@ -33,8 +33,8 @@ def literal(dtype, value):
     return "INT64_MIN" if value == -2**63 else f"INT64_C({value})"
 
 
-# float functions with an exact version: the AOTC_<F>F macros of aotc_math.h call it in
-# exact mode and libm otherwise
+# float functions of aotc_math.h: the AOTC_<F>F macros call the exact version in exact
+# mode and the fast, vectorizable one otherwise
 EXACT_FLOAT_FUNCTIONS = ("exp", "log", "tanh", "erf")
 
 
