@@ -3,8 +3,9 @@ peak of one core.
 
     python benchmarks/gemm.py [--threads 1 2] [--calls 200] [--clock wall|cpu] [--target native]
 
-Both runtimes get the same thread count and are called alternately in one loop, so a
-busy machine slows both alike; each figure is the median over the calls. `--clock cpu`
+Both runtimes get the same thread count and are called alternately, in blocks of calls
+(timing.interleaved), so a busy machine slows both alike; each figure is the median
+over the calls. `--clock cpu`
 times the calling thread's CPU time instead of the wall clock (meaningful at one thread
 only, where the caller does all the work; it ignores time lost to other processes).
 The peak is a loop of independent FMAs on one core (24 zmm chains, or 12 ymm without
@@ -22,6 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import aotc  # noqa: E402
+from timing import interleaved  # noqa: E402
 
 SHAPES = [(1024, 1024, 1024), (128, 768, 768), (128, 3072, 768), (64, 1024, 1024),
           (3136, 64, 576), (1, 1024, 784)]
@@ -106,7 +108,8 @@ def ort_session(model, threads):
 
 
 def compare(M, N, K, threads, calls, clock, target):
-    """(aotc GFLOP/s, onnxruntime GFLOP/s): medians over `calls` alternating calls."""
+    """(aotc GFLOP/s, onnxruntime GFLOP/s): medians over about `calls` calls each, the
+    two alternating in blocks (timing.interleaved)."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K), np.float32)
     b = rng.standard_normal((K, N), np.float32)
@@ -116,16 +119,10 @@ def compare(M, N, K, threads, calls, clock, target):
     run_ours = lambda: ours.run(a)   # noqa: E731
     run_theirs = lambda: theirs.run(None, {"a": a})   # noqa: E731
     np.testing.assert_allclose(run_ours(), run_theirs()[0], rtol=1e-3, atol=1e-3)
-    for _ in range(3):   # warm caches and thread pools
-        run_ours(), run_theirs()
-    times = {run_ours: [], run_theirs: []}
-    for i in range(calls):
-        for fn in ((run_ours, run_theirs) if i % 2 == 0 else (run_theirs, run_ours)):
-            t = clock()
-            fn()
-            times[fn].append(clock() - t)
+    mine, other, _ = interleaved(run_ours, run_theirs, warmup=3, runs=calls,
+                                 block=max(5, calls // 20), clock=clock)
     flops = 2.0 * M * N * K
-    return flops / statistics.median(times[run_ours]) / 1e9, flops / statistics.median(times[run_theirs]) / 1e9
+    return flops / mine / 1e9, flops / other / 1e9
 
 
 def calls_for(M, N, K, budget):
@@ -143,7 +140,7 @@ def main():
     args = parser.parse_args()
     if not args.no_peak:
         print(f"peak FMA, one core: {peak_gflops():.1f} GFLOP/s")
-    print(f"clock={args.clock}, target={args.target}; GFLOP/s, median of alternating calls")
+    print(f"clock={args.clock}, target={args.target}; GFLOP/s, median of calls in alternating blocks")
     print(f"{'threads':>7} {'M':>5} {'N':>5} {'K':>5} {'aotc':>8} {'ort':>8} {'ratio':>6}")
     for threads in args.threads:
         clock = time.thread_time if args.clock == "cpu" and threads == 1 else time.perf_counter

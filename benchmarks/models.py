@@ -20,13 +20,14 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+from timing import interleaved
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # this checkout's aotc
 
@@ -114,47 +115,6 @@ def peak_kib(args, runtime, path, model, threads):
 
 
 # ---- timing ---------------------------------------------------------------------------
-
-BLOCK = 5        # timed calls in a row of one runtime, between blocks of the other's
-SETTLE_S = 0.05  # before a block: the other runtime's threads stop spinning and sleep
-LEAD_S = 0.005   # then untimed calls, at least this long: this runtime's threads and
-                 # the cores wake up
-
-
-def interleaved(run_a, run_b, warmup, runs):
-    """Medians (s) of run_a and run_b, and the median ratio of paired block medians.
-
-    The two alternate in blocks (which goes first alternates too). A pool's threads
-    spin for a while after a call (onnxruntime's for milliseconds): a call timed right
-    after the other runtime's would share the cores with its spinning threads. So each
-    block starts after a pause, with untimed calls that wake its own threads."""
-    def block(fn):
-        time.sleep(SETTLE_S)
-        lead_until = time.perf_counter() + LEAD_S
-        fn()
-        while time.perf_counter() < lead_until:
-            fn()
-        times = []
-        for _ in range(BLOCK):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        return times
-
-    for _ in range(warmup):
-        run_a()
-        run_b()
-    ta, tb, pairs = [], [], []
-    for i in range(-(-runs // BLOCK)):
-        if i % 2 == 0:
-            a, b = block(run_a), block(run_b)
-        else:
-            b, a = block(run_b), block(run_a)
-        ta += a
-        tb += b
-        pairs.append(statistics.median(a) / statistics.median(b))
-    return statistics.median(ta), statistics.median(tb), statistics.median(pairs)
-
 
 def bench_model(args, name, build_root):
     import aotc
