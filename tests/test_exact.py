@@ -5,8 +5,10 @@ The reference is the exact build for the generic path on one thread with no pass
 every other build must reproduce its outputs byte for byte.
 """
 import math
+import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -91,18 +93,43 @@ def _transformer_block():
 
 
 MODELS = {"mlp": (_mlp, (5, 300)), "cnn": (_cnn, (2, 3, 17, 15)), "block": (_transformer_block, (1, 9, 32))}
+# AOTC_EXACT_NETWORKS=1 runs every test below on resnet50 and bert_base as well (the
+# exports from AOTC_MODELS_DIR): some ten minutes, so CI runs only the last test's
+# generic-against-native check on them.
+NETWORKS = ["resnet50", "bert_base"] if os.environ.get("AOTC_EXACT_NETWORKS") == "1" else []
 
 
-@pytest.fixture(scope="module", params=sorted(MODELS))
+@dataclass
+class Case:
+    model: object     # a ModelProto, or the path of an export
+    shapes: dict      # aotc.compile's shapes (None: the model's own)
+    feeds: dict       # input name -> array, in the model's input order
+    want: dict        # the reference build's outputs
+    out_dir: str      # the reference build's folder (its C, for the harness builds)
+    name: str
+
+    def compile(self, **options):
+        return aotc.compile(self.model, shapes=self.shapes, mode="exact", **options)
+
+    def onnx_model(self):
+        return onnx.load(self.model) if isinstance(self.model, str) else self.model
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS) + NETWORKS)
 def case(request, tmp_path_factory):
-    """(model, feed, reference outputs, the reference build's folder and name)."""
-    make, shape = MODELS[request.param]
-    model = make()
-    x = random(shape, seed=42)
-    out_dir = tmp_path_factory.mktemp(f"exact-{request.param}")
-    sess = aotc.compile(model, mode="exact", target="generic", opt_level="none", threads=1,
-                        out_dir=str(out_dir))
-    return model, x, sess.run({"x": x}), out_dir, sess.name
+    """The model, its feeds and the reference: generic path, one thread, no passes."""
+    if request.param in MODELS:
+        make, shape = MODELS[request.param]
+        model, shapes, feeds = make(), None, {"x": random(shape, seed=42)}
+    else:
+        from test_networks import NETWORKS as SHAPES, model_path, seeded_inputs
+        model, feeds = model_path(request.param), seeded_inputs(request.param)
+        shapes = {k: shape for k, (_, shape) in SHAPES[request.param].items()}
+    out_dir = str(tmp_path_factory.mktemp(f"exact-{request.param}"))
+    sess = aotc.compile(model, shapes=shapes, mode="exact", target="generic", opt_level="none",
+                        threads=1, out_dir=out_dir)
+    feeds = {spec.name: feeds[spec.name] for spec in sess.inputs}
+    return Case(model, shapes, feeds, sess.run(feeds), out_dir, sess.name)
 
 
 def _assert_same_bits(got, want, what):
@@ -111,19 +138,23 @@ def _assert_same_bits(got, want, what):
 
 
 def test_exact_outputs_match_onnxruntime(case):
-    model, x, want, _, _ = case
-    ort = run_ort(model, {"x": x})
-    for name in want:
-        assert relative_error(want[name], ort[name]) <= 1e-4
+    ort = run_ort(case.onnx_model(), case.feeds)
+    for name in case.want:
+        assert relative_error(case.want[name], ort[name]) <= 1e-4
 
 
 @pytest.mark.parametrize("target, opt_level", [("avx512", "all"), ("avx2", "basic"), ("generic", "all")])
 def test_targets_opt_levels_and_threads_give_the_same_bits(case, target, opt_level):
     if target != "generic" and build.resolve_target("native") != "avx512" and target == "avx512":
         pytest.skip("this CPU runs no AVX-512")
-    model, x, want, _, _ = case
-    sess = aotc.compile(model, mode="exact", target=target, opt_level=opt_level, threads=2)
-    _assert_same_bits(sess.run({"x": x}), want, f"{target}, opt level {opt_level}, 2 threads")
+    sess = case.compile(target=target, opt_level=opt_level, threads=2)
+    _assert_same_bits(sess.run(case.feeds), case.want, f"{target}, opt level {opt_level}, 2 threads")
+
+
+def _outputs_from_harness(case, exe, runner=()):
+    got = run_on_files(exe, list(case.feeds.values()), [(a.dtype, a.shape) for a in case.want.values()],
+                       threads=2, runner=runner)
+    return dict(zip(case.want, got))
 
 
 @pytest.mark.parametrize("cc, level", [("gcc", "-O1"), ("clang", "-O3"), ("clang", "-O1")])
@@ -131,26 +162,21 @@ def test_compilers_and_optimisation_flags_give_the_same_bits(case, cc, level):
     compiler = {"gcc": GCC, "clang": CLANG}[cc]
     if compiler is None:
         pytest.skip(f"{cc} is not installed")
-    _, x, want, out_dir, name = case
     flags = [f for f in build.c_flags("avx512" if build.resolve_target("native") == "avx512" else "generic",
                                       "exact") if not f.startswith("-O")]
-    exe = build_harness(out_dir, name, compiler, [level, *flags], exe=f"harness-{cc}{level}")
-    got = run_on_files(exe, [x], [(a.dtype, a.shape) for a in want.values()], threads=2)
-    _assert_same_bits(dict(zip(want, got)), want, f"{cc} {level}")
+    exe = build_harness(case.out_dir, case.name, compiler, [level, *flags], exe=f"harness-{cc}{level}")
+    _assert_same_bits(_outputs_from_harness(case, exe), case.want, f"{cc} {level}")
 
 
 @pytest.mark.skipif(AARCH64_CC is None or QEMU is None,
                     reason="needs aarch64-linux-gnu-gcc and qemu-aarch64 (Debian gcc-aarch64-linux-gnu, qemu-user)")
 def test_an_aarch64_build_under_qemu_gives_the_same_bits(case):
-    _, x, want, out_dir, name = case
     flags = [f for f in build.c_flags("generic", "exact") if f != "-fPIC"] + ["-static"]
-    exe = build_harness(out_dir, name, AARCH64_CC, flags, exe="harness-aarch64")
+    exe = build_harness(case.out_dir, case.name, AARCH64_CC, flags, exe="harness-aarch64")
     arch = subprocess.run(["file", str(exe)], capture_output=True, text=True).stdout \
         if shutil.which("file") else "aarch64"
     assert "aarch64" in arch or "ARM" in arch
-    got = run_on_files(exe, [x], [(a.dtype, a.shape) for a in want.values()], threads=2, runner=[QEMU])
-    _assert_same_bits(dict(zip(want, got)), want, "aarch64 under qemu")
-
+    _assert_same_bits(_outputs_from_harness(case, exe, runner=[QEMU]), case.want, "aarch64 under qemu")
 
 
 @pytest.mark.parametrize("name", ["resnet50", "bert_base"])
