@@ -405,37 +405,31 @@ AOTC_FN void aotc_sgemm_scale_add(int64_t M, int64_t N, float *Y, float alpha, c
   }
 }
 
-/* C = A B for the other float types (T stored, TK its load/store name of
- * aotc_elementwise.h): each output sums k in index order in double and rounds once. */
-#define AOTC_MATMUL_WIDE(T, TK, M, N, K, A, B, C)                                   \
+/* C = A B (M x K times K x N, row-major), each output summed in ACC over k in index
+ * order: LOAD(element) widens, STORE(CANON(sum)) writes (a cast or a function-like
+ * macro name each; CANON may be empty). */
+#define AOTC_MATMUL_LOOP_(T, ACC, LOAD, STORE, CANON, M, N, K, A, B, C)             \
   do {                                                                              \
     const T *aotc_a_ = (A), *aotc_b_ = (B);                                         \
     T *aotc_c_ = (C);                                                               \
     int64_t aotc_i_, aotc_j_, aotc_k_;                                              \
     for (aotc_i_ = 0; aotc_i_ < (M); aotc_i_++)                                     \
       for (aotc_j_ = 0; aotc_j_ < (N); aotc_j_++) {                                 \
-        double aotc_s_ = 0;                                                         \
+        ACC aotc_s_ = 0;                                                            \
         for (aotc_k_ = 0; aotc_k_ < (K); aotc_k_++)                                 \
-          aotc_s_ += (double)AOTC_LD_##TK(aotc_a_[aotc_i_ * (K) + aotc_k_]) *       \
-                     (double)AOTC_LD_##TK(aotc_b_[aotc_k_ * (N) + aotc_j_]);        \
-        aotc_c_[aotc_i_ * (N) + aotc_j_] = AOTC_ST_##TK(aotc_canon_nan_f64(aotc_s_)); \
+          aotc_s_ += LOAD(aotc_a_[aotc_i_ * (K) + aotc_k_]) *                       \
+                     LOAD(aotc_b_[aotc_k_ * (N) + aotc_j_]);                        \
+        aotc_c_[aotc_i_ * (N) + aotc_j_] = STORE(CANON(aotc_s_));                   \
       }                                                                             \
   } while (0)
 
-/* Integer C = A B (M x K times K x N, row-major), wrapping like the element-wise ops. */
-#define AOTC_MATMUL_INT(T, M, N, K, A, B, C)                                        \
-  do {                                                                              \
-    const T *aotc_a_ = (A), *aotc_b_ = (B);                                         \
-    T *aotc_c_ = (C);                                                               \
-    int64_t aotc_i_, aotc_j_, aotc_k_;                                              \
-    for (aotc_i_ = 0; aotc_i_ < (M); aotc_i_++)                                     \
-      for (aotc_j_ = 0; aotc_j_ < (N); aotc_j_++) {                                 \
-        uint64_t aotc_s_ = 0;                                                       \
-        for (aotc_k_ = 0; aotc_k_ < (K); aotc_k_++)                                 \
-          aotc_s_ += (uint64_t)aotc_a_[aotc_i_ * (K) + aotc_k_] *                   \
-                     (uint64_t)aotc_b_[aotc_k_ * (N) + aotc_j_];                    \
-        aotc_c_[aotc_i_ * (N) + aotc_j_] = (T)aotc_s_;                              \
-      }                                                                             \
-  } while (0)
+/* The other float types (T stored, TK its load/store name of aotc_elementwise.h): in
+ * double, rounded once. */
+#define AOTC_MATMUL_WIDE(T, TK, M, N, K, A, B, C) \
+  AOTC_MATMUL_LOOP_(T, double, (double)AOTC_LD_##TK, AOTC_ST_##TK, aotc_canon_nan_f64, M, N, K, A, B, C)
+
+/* Integers, wrapping like the element-wise ops. */
+#define AOTC_MATMUL_INT(T, M, N, K, A, B, C) \
+  AOTC_MATMUL_LOOP_(T, uint64_t, (uint64_t), (T), , M, N, K, A, B, C)
 
 #endif
