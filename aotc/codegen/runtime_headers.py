@@ -25,21 +25,23 @@ _DEFINITIONS = (
     re.compile(r"^\}\s*((?:aotc|AOTC)_\w*)\s*;", re.M),                              # structs
     re.compile(r"^\s*((?:aotc|AOTC)_\w*)\s*(?:=[^,]*)?,?\s*(?:/[*/].*)?$", re.M),   # enumerators
 )
-_PASTED = re.compile(r"\b((?:aotc|AOTC)_\w*?)\s*##")   # aotc_foo_##T defines aotc_foo_*
+# aotc_foo_##T in a macro makes names aotc_foo_*: its header is taken as defining them
+# (the macro may also only use them; the header is then included for nothing)
+_PASTED = re.compile(r"\b((?:aotc|AOTC)_\w*?)\s*##")
 
 
 @functools.lru_cache(maxsize=None)
 def _index(runtime_dir):
     """(exact name -> headers defining it, [(prefix, header)], header -> names it mentions,
-    names tested by #if: the build's switches, AOTC_EXACT and the like). A header's
-    mentions include the pasted prefixes its macros use (AOTC_LD_##T names AOTC_LD_)."""
+    names tested by #if: the build's switches, AOTC_EXACT and the like). A pasted name
+    in a header, AOTC_LD_##T, is mentioned as its prefix AOTC_LD_."""
     defined, prefixes, mentions, switches = {}, [], {}, set()
     for file in sorted(os.listdir(runtime_dir)):
         if not file.endswith(".h") or file == WHOLE_RUNTIME:
             continue
         with open(os.path.join(runtime_dir, file)) as f:
             text = f.read()
-        mentions[file] = frozenset(_NAME.findall(text)) | frozenset(_PASTED.findall(text))
+        mentions[file] = frozenset(_NAME.findall(text))
         for pattern in _DEFINITIONS:
             for name in pattern.findall(text):
                 defined.setdefault(name, set()).add(file)
