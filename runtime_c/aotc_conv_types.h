@@ -12,26 +12,6 @@
 #include "aotc_half.h"
 #include "aotc_conv.h"
 
-AOTC_FN void aotc_stage_widen_f16(const aotc_f16 *src, float *dst, int64_t n) {
-  int64_t i;
-  for (i = 0; i < n; i++) dst[i] = aotc_f16_to_f32(src[i]);
-}
-
-AOTC_FN void aotc_stage_widen_bf16(const aotc_bf16 *src, float *dst, int64_t n) {
-  int64_t i;
-  for (i = 0; i < n; i++) dst[i] = aotc_bf16_to_f32(src[i]);
-}
-
-AOTC_FN void aotc_stage_narrow_f16(const float *src, aotc_f16 *dst, int64_t n) {
-  int64_t i;
-  for (i = 0; i < n; i++) dst[i] = aotc_f32_to_f16(src[i]);
-}
-
-AOTC_FN void aotc_stage_narrow_bf16(const float *src, aotc_bf16 *dst, int64_t n) {
-  int64_t i;
-  for (i = 0; i < n; i++) dst[i] = aotc_f32_to_bf16(src[i]);
-}
-
 /* v = float(round(v)) in place: the value the 16-bit tensor would hold. */
 AOTC_FN void aotc_stage_round_f16(float *v, int64_t n) {
   int64_t i;

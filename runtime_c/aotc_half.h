@@ -88,4 +88,23 @@ AOTC_FN aotc_bf16 aotc_f32_to_bf16(float f) {
   return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
+/* Whole arrays between the 16-bit floats and float, each value converted as above: the
+ * staging of kernels that compute 16-bit tensors in float. */
+AOTC_FN void aotc_widen_f16(const aotc_f16 *src, float *dst, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; i++) dst[i] = aotc_f16_to_f32(src[i]);
+}
+AOTC_FN void aotc_widen_bf16(const aotc_bf16 *src, float *dst, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; i++) dst[i] = aotc_bf16_to_f32(src[i]);
+}
+AOTC_FN void aotc_narrow_f16(const float *src, aotc_f16 *dst, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; i++) dst[i] = aotc_f32_to_f16(src[i]);
+}
+AOTC_FN void aotc_narrow_bf16(const float *src, aotc_bf16 *dst, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; i++) dst[i] = aotc_f32_to_bf16(src[i]);
+}
+
 #endif

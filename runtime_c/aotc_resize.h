@@ -7,8 +7,9 @@
  * whole output rows, a number fixed by the shape, and every element is summed in tap
  * order, so results do not depend on the thread count.
  *
- * aotc_resize_load_<T> / aotc_resize_store_<T> convert other element types to float and
- * back (integers rounded half to even and clamped to their range). */
+ * aotc_resize_load_<T> / aotc_resize_store_<T> convert the integer types to float and
+ * back (rounded half to even and clamped to their range); the 16-bit floats go through
+ * aotc_widen_<T> / aotc_narrow_<T> of aotc_half.h. */
 #ifndef AOTC_RESIZE_H_
 #define AOTC_RESIZE_H_
 
@@ -88,22 +89,6 @@ AOTC_FN double aotc_resize_round_clamp_(float v, double lo, double hi) {
   return r < lo ? lo : (r > hi ? hi : r);
 }
 
-AOTC_FN void aotc_resize_load_f16(const uint16_t *x, float *y, int64_t n) {
-  int64_t i;
-  for (i = 0; i < n; i++) y[i] = aotc_f16_to_f32(x[i]);
-}
-AOTC_FN void aotc_resize_store_f16(const float *x, uint16_t *y, int64_t n) {
-  int64_t i;
-  for (i = 0; i < n; i++) y[i] = aotc_f32_to_f16(x[i]);
-}
-AOTC_FN void aotc_resize_load_bf16(const uint16_t *x, float *y, int64_t n) {
-  int64_t i;
-  for (i = 0; i < n; i++) y[i] = aotc_bf16_to_f32(x[i]);
-}
-AOTC_FN void aotc_resize_store_bf16(const float *x, uint16_t *y, int64_t n) {
-  int64_t i;
-  for (i = 0; i < n; i++) y[i] = aotc_f32_to_bf16(x[i]);
-}
 AOTC_FN void aotc_resize_load_i8(const int8_t *x, float *y, int64_t n) {
   int64_t i;
   for (i = 0; i < n; i++) y[i] = (float)x[i];

@@ -243,7 +243,7 @@ def staged_call(ctx, f32_call, act="NULL"):
         if index is None:
             y32 = where
         else:
-            lines.append(f"aotc_stage_widen_{short}({ctx.x(index)}, {where}, {count});")
+            lines.append(f"aotc_widen_{short}({ctx.x(index)}, {where}, {count});")
             inputs.append((index, where))
     staged = dict(inputs)
     operands = [None if not ctx.has_input(i) else staged.get(i, None) or
@@ -253,7 +253,7 @@ def staged_call(ctx, f32_call, act="NULL"):
     if act != "NULL":
         lines.append(f"aotc_stage_round_{short}({y32}, {count});")
         lines.append(f"aotc_activation_apply({act}, {y32}, {count});")
-    lines.append(f"aotc_stage_narrow_{short}({y32}, {ctx.y(0)}, {count});")
+    lines.append(f"aotc_narrow_{short}({y32}, {ctx.y(0)}, {count});")
     return "\n".join(lines)
 
 

@@ -267,6 +267,18 @@ def _buffer_floats(ctx):
     return max([math.prod(s) for s in inner] + [0])
 
 
+HALF_FLOATS = ("f16", "bf16")   # converted by aotc_half.h's array loops
+
+
+def _load(short):
+    """The C function that widens the input (of dtypes.short name `short`) into float."""
+    return f"aotc_widen_{short}" if short in HALF_FLOATS else f"aotc_resize_load_{short}"
+
+
+def _store(short):
+    return f"aotc_narrow_{short}" if short in HALF_FLOATS else f"aotc_resize_store_{short}"
+
+
 def _scratch(ctx):
     return 2 * (_buffer_floats(ctx) * 4 + 63) // 64 * 64
 
@@ -282,7 +294,7 @@ def _emit(ctx):
     buffers = [f"((float *){ctx.scratch})", f"((float *)({ctx.scratch} + {half}))"]
     lines, current, free = [], ctx.x(0), 0
     if not is_float:
-        lines.append(f"aotc_resize_load_{short}({ctx.x(0)}, {buffers[0]}, {x.numel});")
+        lines.append(f"{_load(short)}({ctx.x(0)}, {buffers[0]}, {x.numel});")
         current, free = buffers[0], 1
     plan = passes(spec)
     shape = list(spec.in_shape)
@@ -304,7 +316,7 @@ def _emit(ctx):
     if is_float and not plan:
         lines.append(f"memcpy({ctx.y(0)}, {ctx.x(0)}, {x.numel * 4});")
     if not is_float:
-        lines.append(f"aotc_resize_store_{short}({current}, {ctx.y(0)}, {y.numel});")
+        lines.append(f"{_store(short)}({current}, {ctx.y(0)}, {y.numel});")
     return "\n".join(lines)
 
 
