@@ -7,7 +7,7 @@ For each model (ONNX file plus its .json of input shapes, as written by
 ../shared/models/make_models.py, in --models-dir or $AOTC_MODELS_DIR): compile with
 aotc (fresh cache: the compile time is real), open onnxruntime (ORT_ENABLE_ALL,
 intra-op threads = N, sequential execution), then at each thread count N time both
-interleaved in blocks of calls (see interleaved()), after a warm-up, and print the medians,
+interleaved in blocks of calls (benchmarks/timing.py), after a warm-up, and print the medians,
 the aotc/ORT ratio of the medians, the median ratio of paired blocks (steadier on a
 busy machine), the compile / session-creation times, the peak resident memory of a
 fresh process that loads and runs the model once with each (ru_maxrss), and the
@@ -114,7 +114,7 @@ def peak_kib(args, runtime, path, model, threads):
     return int(out.stdout.split()[-1])
 
 
-# ---- timing ---------------------------------------------------------------------------
+# ---- one model ------------------------------------------------------------------------
 
 def bench_model(args, name, build_root):
     import aotc
@@ -126,8 +126,8 @@ def bench_model(args, name, build_root):
     t = time.perf_counter()
     aotc.compile(path, shapes=shapes, mode=args.mode, out_dir=out_dir, threads=1)
     compile_s = time.perf_counter() - t
-    fast_dir = os.path.join(build_root, name + "-fast")
-    if args.mode == "exact":
+    fast_dir = os.path.join(build_root, name + "-fast") if args.mode == "exact" else None
+    if fast_dir:   # the same model in fast mode, to time exact mode's cost
         aotc.compile(path, shapes=shapes, mode="fast", out_dir=fast_dir, threads=1)
     rows = []
     for threads in args.threads:
