@@ -1,13 +1,20 @@
 """Build: the generated C -> an object file -> a cffi extension module in OUT_DIR.
 
 The model's C is compiled here with flags chosen by target and mode; cffi then only
-compiles its small wrapper and links the object in.
+compiles its small wrapper and links the object in. The GEMM's register tiles, most of
+the compile time of any model with a matrix product, are compiled once per compiler and
+flags into a cached object and linked in (AOTC_SGEMM_TILES_EXTERN, aotc_gemm_kernels.h).
 """
+import functools
+import hashlib
 import os
 import subprocess
 import tempfile
 
+from . import resources
 from .errors import BuildError, Unsupported
+
+TILES_HEADER = "aotc_gemm_kernels.h"
 
 TARGETS = ("native", "avx512", "avx2", "generic")
 MODES = ("fast", "exact")
@@ -64,20 +71,67 @@ def compiler():
     return os.environ.get("CC", "cc")
 
 
-def compile_object(out_dir, name, target, mode, sanitize=False):
-    """<name>.c -> <name>.o, run in out_dir so the assembler finds the weights."""
-    cmd = [compiler(), *c_flags(target, mode, sanitize), "-I.", "-Wa,-I.", "-c", f"{name}.c", "-o", f"{name}.o"]
-    result = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True)
+def _run(cmd, cwd, what):
+    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:
-        raise BuildError(f"compiling {name}.c failed:\n{' '.join(cmd)}\n{result.stderr[-4000:]}")
+        raise BuildError(f"compiling {what} failed:\n{' '.join(cmd)}\n{result.stderr[-4000:]}")
+
+
+def compile_object(out_dir, name, target, mode, sanitize=False, extra_flags=()):
+    """<name>.c -> <name>.o, run in out_dir so the assembler finds the weights."""
+    cmd = [compiler(), *c_flags(target, mode, sanitize), *extra_flags, "-I.", "-Wa,-I.", "-c",
+           f"{name}.c", "-o", f"{name}.o"]
+    _run(cmd, out_dir, f"{name}.c")
     return os.path.join(out_dir, f"{name}.o")
 
 
-def build_extension(out_dir, name, module_name, target, mode, sanitize=False):
-    """Compile the model and its cffi wrapper; returns the extension's file name."""
+def uses_tiles(out_dir, name):
+    """Whether <name>.c includes the GEMM tiles (its runtime headers are listed in it)."""
+    with open(os.path.join(out_dir, f"{name}.c")) as f:
+        source = f.read()
+    return any(f'"aotc_runtime/{header}"' in source for header in (TILES_HEADER, "aotc_runtime.h"))
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_identity(cc):
+    try:
+        return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return ""
+
+
+def tiles_object(cache_dir, target, mode, sanitize=False):
+    """The GEMM tiles compiled with the model's flags, cached in cache_dir under a hash
+    of the compiler, the flags and the runtime's headers."""
+    flags = c_flags(target, mode, sanitize)
+    runtime = resources.runtime_dir()
+    key = hashlib.sha256("\0".join([compiler(), _compiler_identity(compiler()), *flags]).encode())
+    for header in sorted(os.listdir(runtime)):
+        if header.endswith(".h"):
+            with open(os.path.join(runtime, header), "rb") as f:
+                key.update(header.encode() + f.read())
+    path = os.path.join(cache_dir, f"aotc_tiles-{key.hexdigest()[:20]}.o")
+    if os.path.isfile(path):
+        return path
+    os.makedirs(cache_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="aotc-tiles-", dir=cache_dir) as tmp:
+        with open(os.path.join(tmp, "tiles.c"), "w") as f:
+            f.write(f'#define AOTC_SGEMM_TILES_DEFINE\n#include "{TILES_HEADER}"\n')
+        _run([compiler(), *flags, f"-I{runtime}", "-c", "tiles.c", "-o", "tiles.o"], tmp, "the GEMM tiles")
+        os.replace(os.path.join(tmp, "tiles.o"), path)   # atomic: parallel builds agree
+    return path
+
+
+def build_extension(out_dir, name, module_name, target, mode, sanitize=False, tiles_cache=None):
+    """Compile the model and its cffi wrapper; returns the extension's file name.
+    tiles_cache: a folder for the cached GEMM tiles (None: compiled into the model)."""
     import cffi   # imported here: a compiled model runs without cffi's compiler part
 
-    obj = compile_object(out_dir, name, target, mode, sanitize)
+    objects = []
+    if tiles_cache is not None and uses_tiles(out_dir, name):
+        objects.append(tiles_object(tiles_cache, target, mode, sanitize))
+    obj = compile_object(out_dir, name, target, mode, sanitize,
+                         ["-DAOTC_SGEMM_TILES_EXTERN"] if objects else [])
     ffi = cffi.FFI()
     ffi.cdef(f"""
         int {name}_run_array(void *workspace, const void *const *inputs, void *const *outputs);
@@ -86,7 +140,7 @@ def build_extension(out_dir, name, module_name, target, mode, sanitize=False):
     """)
     link = ["-lpthread", "-lm"] + (["-fsanitize=address,undefined"] if sanitize else [])
     ffi.set_source(module_name, f'#include "{name}.h"', include_dirs=[out_dir],
-                   extra_objects=[obj], extra_link_args=link)
+                   extra_objects=[obj, *objects], extra_link_args=link)
     with tempfile.TemporaryDirectory(prefix="aotc-cffi-") as tmp:
         try:
             built = ffi.compile(tmpdir=tmp, verbose=False)

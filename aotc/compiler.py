@@ -22,6 +22,9 @@ from .session import Session
 OPT_LEVELS = ("none", "basic", "all")
 
 
+OBJECTS_DIR = "objects"   # in the cache: objects shared by entries (build.tiles_object)
+
+
 def cache_root():
     root = os.environ.get("AOTC_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aotc")
@@ -114,7 +117,7 @@ def _build_entry(entry, graph, shapes, name, digest, options):
         surface = codegen.generate(plan, name, tmp, options["target"], options["weights"])
         module = f"_aotc_{name}_{digest}"
         extension = build.build_extension(tmp, name, module, options["target"], options["mode"],
-                                          options["sanitize"])
+                                          options["sanitize"], os.path.join(cache_root(), OBJECTS_DIR))
         report = {
             "passes": fired, "pass_notes": notes, "nodes_before": plan.nodes_before, "nodes_after": plan.nodes_after,
             "workspace_bytes": plan.workspace_bytes, "intermediate_bytes": plan.intermediate_bytes,

@@ -108,7 +108,7 @@ def test_a_compile_killed_in_the_c_build_leaves_no_entry(tmp_path, monkeypatch, 
     finally:
         _kill(proc)
     assert proc.returncode == -signal.SIGKILL
-    leftovers = [p for p in cache.iterdir()]
+    leftovers = [p for p in cache.iterdir() if p.name != compiler.OBJECTS_DIR]
     assert leftovers and all(p.name.startswith(".") for p in leftovers), leftovers
     assert not any((p / "manifest.json").exists() for p in leftovers)
 
@@ -155,10 +155,34 @@ def test_processes_compiling_one_model_at_once_all_succeed(tmp_path, monkeypatch
         assert code == 0, err[-3000:]
         np.testing.assert_allclose(np.array(eval(out)), expected, rtol=1e-5, atol=1e-6)  # noqa: S307
     assert len(list(tmp_path.glob("marker.*"))) >= 2 * processes    # model build and cffi build each
-    entries = [p for p in cache.iterdir() if not p.name.startswith(".")]
+    entries = [p for p in cache.iterdir() if not p.name.startswith(".") and p.name != compiler.OBJECTS_DIR]
     assert len(entries) == 1
     assert [p for p in cache.iterdir() if p.name.startswith(".")] == []   # temporary folders removed
     # The entry is the one this process finds too (unless aotc's sources changed meanwhile).
     sess = _compile_here(monkeypatch, model_path, cache, slow_cc)
     np.testing.assert_allclose(sess.run(X), expected, rtol=1e-5, atol=1e-6)
     _assert_every_entry_loads(cache, expected)
+
+
+def test_the_gemm_tiles_are_compiled_once_and_stay_inside_each_library(tmp_path, monkeypatch):
+    """Models with a matrix product link one cached object of the GEMM tiles per compiler
+    and flags; its symbols are not exported, so libraries built with other flags (exact
+    mode, another target) loaded in one process never share them."""
+    import ctypes
+    model_path, expected = _model(tmp_path)
+    cache = tmp_path / "cache"
+    sessions = [_compile_here(monkeypatch, model_path, cache)]
+    other = tmp_path / "other.onnx"
+    w = np.eye(16, dtype=np.float32)[::-1]
+    onnx.save(make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", np.float32, (4, 16))],
+                         [("y", np.float32, (4, 16))], {"w": w}), other)
+    sessions.append(aotc.compile(other, threads=1))
+    sessions.append(aotc.compile(other, threads=1, mode="exact"))
+    np.testing.assert_allclose(sessions[0].run(X), expected, rtol=1e-5, atol=1e-6)
+    for sess in sessions[1:]:
+        np.testing.assert_array_equal(sess.run(X), X @ w)
+    objects = sorted(p.name for p in (cache / compiler.OBJECTS_DIR).iterdir())
+    assert len(objects) == 2 and all(n.startswith("aotc_tiles-") and n.endswith(".o") for n in objects)
+    for sess in sessions:
+        library = ctypes.CDLL(str(next(Path(sess.out_dir).glob("*.so"))))
+        assert not hasattr(library, "aotc_sgemm_tile_1_")
