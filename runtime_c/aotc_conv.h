@@ -455,6 +455,199 @@ AOTC_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t 
       }
 }
 
+/* ---- no dilation: implicit GEMM over zero-bordered phase planes ---------------------- */
+
+/* A 2-D (or 1-D) conv without dilation reads its unfolded matrix straight from a
+ * zero-bordered copy of X cut into phase planes: for strides (sh, sw), phase (py, px)
+ * of an input channel holds the padded input's rows r * sh + py and columns c * sw + px,
+ * hq x wq = (out_h + (kh - 1) / sh) x (out_w + (kw - 1) / sw) of them (one plane per
+ * channel at stride 1; only the phases some tap reads). Output pixel (oh, ow) taken as
+ * flat column q = oh * wq + ow, row k = (ci, ky, kx) of the unfolded matrix is the run
+ * of phase (ky % sh, kx % sw) of channel ci at (ky / sh) * wq + kx / sw + q: every strip
+ * of packed B is 32 contiguous floats per k, copied into an L1 buffer right before the
+ * tiles use it, and no unfolded matrix is ever stored. A tile's last K-block lands in
+ * an L1 buffer and goes from there to Y, dropping the wq - out_w columns of each row
+ * that fall past the output (earlier K-blocks keep their sums in scratch). Sums, bias
+ * and activation as in the GEMM (k in (ci, ky, kx) order): the bits of aotc_conv_im2col. */
+
+typedef struct {
+  aotc_sgemm_job_ j;       /* the product: W [Cout_g, K] times the unfolded matrix */
+  const aotc_conv_geom *g;
+  const float *x;          /* first input channel of this image and group */
+  float *xp;               /* its phase planes, then AOTC_SGEMM_NR floats of 0 */
+  const int64_t *koff;     /* row k of the unfolded matrix starts at xp + koff[k] */
+  float *y;                /* first output channel of this image and group */
+  int64_t sy, sx, hq, wq;  /* phases per channel down and across; a plane's extent */
+} aotc_conv_implicit_args_;
+
+AOTC_FN int aotc_conv_implicit_fits(const aotc_conv_geom *g) {
+  return g->in[0] == 1 && g->out[0] == 1 && g->kernel[0] == 1 && g->dilation[1] == 1 &&
+         g->dilation[2] == 1;
+}
+
+/* Rows [0, rows) of a finished tile (flat columns [c, c + cols), row stride
+ * AOTC_SGEMM_NR) into output channels from y on, without the columns past the output. */
+AOTC_FN void aotc_conv_implicit_store_(const aotc_conv_implicit_args_ *a, const float *tile,
+                                       int64_t rows, int64_t c, int64_t cols, float *y) {
+  const int64_t ow_n = a->g->out[2], out_px = a->g->out[1] * ow_n, end = c + cols;
+  int64_t q = c, i, x;
+  while (q < end) {
+    int64_t oh = q / a->wq, ow = q % a->wq, run;
+    if (ow >= ow_n) {
+      q += a->wq - ow;
+      continue;
+    }
+    run = AOTC_MIN(ow_n - ow, end - q);
+    for (i = 0; i < rows; i++)
+      for (x = 0; x < run; x++) y[i * out_px + oh * ow_n + ow + x] = tile[i * AOTC_SGEMM_NR + q - c + x];
+    q += run;
+  }
+}
+
+AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
+  const aotc_conv_implicit_args_ *a = (const aotc_conv_implicit_args_ *)arg;
+  const aotc_sgemm_job_ *j = &a->j;
+  float strip[AOTC_SGEMM_KC * AOTC_SGEMM_NR] AOTC_ALIGNED(64);
+  float tile[AOTC_SGEMM_MR * AOTC_SGEMM_NR] AOTC_ALIGNED(64);
+  int64_t p0 = t / j->ntasks_n * j->panels_per_task, s0 = t % j->ntasks_n * j->strips_per_task;
+  int64_t p1 = AOTC_MIN(p0 + j->panels_per_task, j->panels);
+  int64_t s1 = AOTC_MIN(s0 + j->strips_per_task, j->strips);
+  int64_t pc, p, s, k, x;
+  for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
+    int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
+    int first = pc == 0, last = pc + kc == j->K;
+    for (s = s0; s < s1; s++) {
+      int64_t c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
+      for (k = 0; k < kc; k++) {
+        const float *src = a->xp + a->koff[pc + k] + c;
+        for (x = 0; x < AOTC_SGEMM_NR; x++) strip[k * AOTC_SGEMM_NR + x] = src[x];
+      }
+      for (p = p0; p < p1; p++) {
+        int64_t i, rows, r;
+        aotc_sgemm_tile_fn_ fn;
+        float *sums;   /* the sums of earlier K-blocks */
+        aotc_sgemm_panel_(j->M, p, &i, &rows);
+        fn = aotc_sgemm_tile_for_(rows);
+        sums = j->C + i * j->ldc + c;
+        if (!last) {
+          fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, sums, j->ldc, cols, first, 0, NULL, NULL);
+          continue;
+        }
+        if (!first)
+          for (r = 0; r < rows; r++)
+            for (x = 0; x < cols; x++) tile[r * AOTC_SGEMM_NR + x] = sums[r * j->ldc + x];
+        fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, tile, AOTC_SGEMM_NR, cols, first, 1,
+           j->bias_m ? j->bias_m + i : NULL, NULL);
+        aotc_activation_apply_2d(j->act, tile, AOTC_SGEMM_NR, rows, cols);
+        aotc_conv_implicit_store_(a, tile, rows, c, cols, a->y + i * a->g->out[1] * a->g->out[2]);
+      }
+    }
+  }
+}
+
+/* The phase planes of input channel t; t == Cin_g zeroes the slack after the last. */
+AOTC_FN void aotc_conv_phases_task_(void *arg, int64_t t) {
+  const aotc_conv_implicit_args_ *a = (const aotc_conv_implicit_args_ *)arg;
+  const aotc_conv_geom *g = a->g;
+  const int64_t hq = a->hq, wq = a->wq, sh = g->stride[1], sw = g->stride[2];
+  const int64_t in_h = g->in[1], in_w = g->in[2];
+  const float *plane = a->x + t * in_h * in_w;
+  float *dst = a->xp + t * a->sy * a->sx * hq * wq;
+  int64_t py, px, r, c;
+  if (t == g->cin_g) {
+    for (c = 0; c < AOTC_SGEMM_NR; c++) dst[c] = 0.0f;
+    return;
+  }
+  for (py = 0; py < a->sy; py++)
+    for (px = 0; px < a->sx; px++) {
+      int64_t lo, hi;   /* the plane's columns that fall inside the input row */
+      aotc_conv_valid_range_(px - g->pad[2], sw, in_w, wq, &lo, &hi);
+      for (r = 0; r < hq; r++, dst += wq) {
+        int64_t iy = r * sh + py - g->pad[1];
+        const float *src = plane + iy * in_w + px - g->pad[2];
+        if (iy < 0 || iy >= in_h) {
+          for (c = 0; c < wq; c++) dst[c] = 0.0f;
+          continue;
+        }
+        for (c = 0; c < lo; c++) dst[c] = 0.0f;
+        if (sw == 1)
+          for (c = lo; c < hi; c++) dst[c] = src[c];
+        else
+          for (c = lo; c < hi; c++) dst[c] = src[c * sw];
+        for (c = hi; c < wq; c++) dst[c] = 0.0f;
+      }
+    }
+}
+
+AOTC_FN size_t aotc_conv_implicit_bytes_(int64_t floats) { return ((size_t)floats * 4u + 63u) / 64u * 64u; }
+
+/* The phase layout of g (aotc_conv_implicit_args_). */
+AOTC_FN void aotc_conv_implicit_shape_(const aotc_conv_geom *g, aotc_conv_implicit_args_ *a) {
+  a->sy = AOTC_MIN(g->stride[1], g->kernel[1]);
+  a->sx = AOTC_MIN(g->stride[2], g->kernel[2]);
+  a->hq = g->out[1] + (g->kernel[1] - 1) / g->stride[1];
+  a->wq = g->out[2] + (g->kernel[2] - 1) / g->stride[2];
+}
+
+/* Floats of the sums kept between K-blocks: none when K is one block. */
+AOTC_FN int64_t aotc_conv_implicit_sums_(const aotc_conv_geom *g, const aotc_conv_implicit_args_ *a) {
+  return g->cin_g * g->kernel[1] * g->kernel[2] > AOTC_SGEMM_KC ? g->cout_g * g->out[1] * a->wq : 0;
+}
+
+/* Scratch, in order: the phase planes (+ AOTC_SGEMM_NR floats), the sums between
+ * K-blocks (rows of wq columns), the K row offsets; each 64-byte aligned. */
+AOTC_FN size_t aotc_conv_implicit_scratch_bytes(const aotc_conv_geom *g) {
+  aotc_conv_implicit_args_ a;
+  aotc_conv_implicit_shape_(g, &a);
+  return aotc_conv_implicit_bytes_(g->cin_g * a.sy * a.sx * a.hq * a.wq + AOTC_SGEMM_NR) +
+         aotc_conv_implicit_bytes_(aotc_conv_implicit_sums_(g, &a)) +
+         aotc_conv_implicit_bytes_(2 * g->cin_g * g->kernel[1] * g->kernel[2]);
+}
+
+AOTC_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                                const float *w, const float *bias, float *y,
+                                const aotc_activation *act, unsigned char *scratch) {
+  aotc_conv_implicit_args_ a;
+  const int64_t kh = g->kernel[1], kw = g->kernel[2], sh = g->stride[1], sw = g->stride[2];
+  const int64_t k = g->cin_g * kh * kw, in_px = g->in[1] * g->in[2], out_px = g->out[1] * g->out[2];
+  const int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group;
+  int64_t n, grp, ci, ky, kx, i = 0, plane;
+  float *sums;
+  int64_t *koff;
+  memset(&a, 0, sizeof a);
+  aotc_conv_implicit_shape_(g, &a);
+  plane = a.hq * a.wq;
+  sums = (float *)(void *)(scratch + aotc_conv_implicit_bytes_(g->cin_g * a.sy * a.sx * plane + AOTC_SGEMM_NR));
+  koff = (int64_t *)(void *)((unsigned char *)sums + aotc_conv_implicit_bytes_(aotc_conv_implicit_sums_(g, &a)));
+  for (ci = 0; ci < g->cin_g; ci++)
+    for (ky = 0; ky < kh; ky++)
+      for (kx = 0; kx < kw; kx++)
+        koff[i++] = ((ci * a.sy + ky % sh) * a.sx + kx % sw) * plane + ky / sh * a.wq + kx / sw;
+  a.g = g;
+  a.xp = (float *)(void *)scratch;
+  a.koff = koff;
+  a.j.M = g->cout_g;
+  a.j.N = (g->out[1] - 1) * a.wq + g->out[2];   /* the last row's dropped columns: not computed */
+  a.j.K = k;
+  a.j.lda = k;
+  a.j.ldc = g->out[1] * a.wq;
+  a.j.C = sums;
+  a.j.act = act;
+  a.j.panels = aotc_sgemm_panels_(a.j.M);
+  a.j.strips = aotc_sgemm_div_up_(a.j.N, AOTC_SGEMM_NR);
+  aotc_sgemm_split_(&a.j);
+  for (n = 0; n < g->batch; n++)
+    for (grp = 0; grp < g->group; grp++) {
+      a.x = x + (n * cin + grp * g->cin_g) * in_px;
+      a.y = y + (n * cout + grp * g->cout_g) * out_px;
+      a.j.A = w + grp * g->cout_g * k;
+      a.j.bias_m = bias ? bias + grp * g->cout_g : NULL;
+      aotc_parallel_for(pool, g->cin_g + 1, aotc_conv_phases_task_, &a);
+      aotc_parallel_for(pool, aotc_sgemm_div_up_(a.j.panels, a.j.panels_per_task) * a.j.ntasks_n,
+                        aotc_conv_implicit_task_, &a);
+    }
+}
+
 /* ---- pixels as rows: Y^T = unfold(X)^T W^T, the weights as the GEMM's B ---------- */
 
 /* For convs whose weights outweigh their output pixels (the deep layers), the product

@@ -1,6 +1,7 @@
 """Conv against onnxruntime: 1-D, 2-D and 3-D, groups, strides, dilations, pads and
-auto_pad, bias, and the four kernels (pointwise GEMM, direct depthwise, im2col, and
-"rows": output pixels as GEMM rows against compile-time packed weights)."""
+auto_pad, bias, and the five kernels (pointwise GEMM, direct depthwise, implicit GEMM over
+phase planes, im2col, and "rows": output pixels as GEMM rows against compile-time packed
+weights)."""
 import subprocess
 
 import numpy as np
@@ -53,7 +54,7 @@ def kernel_used(tmp_path, model):
     """Which conv kernel the generated C calls (exactly one conv node in the model)."""
     sess = aotc.compile(model, out_dir=tmp_path, name="convk")
     code = (tmp_path / "convk.c").read_text()
-    kinds = [k for k in ("pointwise", "direct", "im2col", "rows") if f"aotc_conv_{k}(" in code]
+    kinds = [k for k in ("pointwise", "direct", "implicit", "im2col", "rows") if f"aotc_conv_{k}(" in code]
     assert len(kinds) == 1, kinds
     return kinds[0], sess
 
@@ -146,8 +147,40 @@ def test_pointwise():
 
 
 def test_im2col_cut_into_ragged_column_blocks():
-    # K = 64 * 9: the 40x40 output is cut into blocks that end mid-row
-    check((1, 64, 40, 40), (8, 64, 3, 3), pads=[1, 1, 1, 1])
+    # K = 64 * 9: the 40x40 output is cut into blocks that end mid-row (a depth of one
+    # with a depth dilation keeps the conv off the implicit kernel)
+    check((1, 64, 1, 40, 40), (8, 64, 1, 3, 3), pads=[0, 1, 1, 0, 1, 1], dilations=[2, 1, 1])
+
+
+def test_implicit_kernel_strides_phases_and_several_k_blocks():
+    # K = 30 * 5 * 4 = 600: three K-blocks; strides 2 and 3 read 2 x 3 phase planes,
+    # stride 4 across a 3-wide kernel reads 3 of its 4; wide pads; ragged panels and strips
+    check_many((2, 30, 23, 29), [((19, 30, 5, 4), True, {"strides": [2, 3], "pads": [2, 1, 3, 2]}),
+                                 ((33, 30, 3, 3), False, {"strides": [1, 4], "pads": [1, 2, 0, 1]}),
+                                 ((7, 30, 2, 2), True, {"strides": [3, 3]})])
+
+
+def test_implicit_and_im2col_give_the_same_bits_in_exact_mode():
+    # the same conv as 2-D (implicit) and as 3-D of depth 1 with a depth dilation (im2col)
+    x = random((2, 12, 33, 31))
+    w = random((10, 12, 3, 4), seed=3, low=-0.5, high=0.5)
+    b = random((10,), seed=4)
+    outputs = []
+    for depth in (False, True):
+        shape = (2, 12, 1, 33, 31) if depth else x.shape
+        attrs = {"strides": [1, 2, 1] if depth else [2, 1],
+                 "pads": [0, 1, 2, 0, 0, 1] if depth else [1, 2, 0, 1]}
+        if depth:
+            attrs["dilations"] = [3, 1, 1]
+        model = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)],
+                           [("x", np.float32, shape)], [("y", np.float32, None)],
+                           {"w": w[:, :, None] if depth else w, "b": b})
+        kind = "im2col" if depth else "implicit"
+        sess = aotc.compile(model, mode="exact", threads=2)
+        assert f"aotc_conv_{kind}(" in open(f"{sess.out_dir}/{sess.name}.c").read()
+        y = sess.run({"x": x.reshape(shape)})["y"]
+        outputs.append(y[:, :, 0] if depth else y)
+    assert outputs[0].tobytes() == outputs[1].tobytes()
 
 
 def test_mobilenet_pad_then_depthwise_stride_2():
@@ -196,10 +229,12 @@ def test_rows_kernel_with_run_time_weights():
 
 @pytest.mark.parametrize("x_shape, w_shape, attrs, kind", [
     ((1, 6, 9, 9), (8, 6, 1, 1), {}, "pointwise"),
-    ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "im2col"),
-    ((1, 6, 9, 9), (8, 6, 1, 1), {"pads": [0, 0, 1, 0]}, "im2col"),
+    ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "implicit"),
+    ((1, 6, 9, 9), (8, 6, 1, 1), {"pads": [0, 0, 1, 0]}, "implicit"),
     ((1, 6, 9, 9), (6, 1, 3, 3), {"group": 6}, "direct"),
-    ((1, 6, 9, 9), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}, "im2col"),
+    ((1, 6, 9, 9), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}, "implicit"),
+    ((1, 6, 20, 20), (8, 6, 3, 3), {"dilations": [2, 2]}, "im2col"),
+    ((1, 4, 4, 12, 12), (8, 4, 3, 3, 3), {}, "im2col"),
     # more weights per output channel (K) than output pixels: pixels become the rows
     ((1, 6, 9, 9), (8, 6, 5, 5), {"strides": [2, 2]}, "rows"),
     ((1, 48, 5, 7), (8, 48, 1, 1), {}, "rows"),
@@ -215,6 +250,8 @@ def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):
 
 @pytest.mark.parametrize("x_shape, w_shape, attrs", [
     ((2, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1], "dilations": [2, 2]}),   # im2col
+    ((2, 3, 64, 64), (16, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
     ((2, 32, 56, 56), (64, 32, 1, 1), {}),
     ((2, 32, 57, 57), (32, 1, 3, 3), {"group": 32, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ((1, 256, 14, 14), (72, 256, 3, 3), {"pads": [1, 1, 1, 1]}),      # rows kernel
@@ -276,7 +313,7 @@ def test_invalid_shapes_are_named(x_shape, w_shape, attrs, words):
 
 # ---- element types ----------------------------------------------------------------
 
-# (weight shape, attributes): one conv per float32 kernel (direct, pointwise, im2col, rows)
+# (weight shape, attributes): one conv per float32 kernel (direct, pointwise, implicit, rows)
 TYPED_CONVS = [((6, 1, 3, 3), dict(group=6, pads=[1, 1, 1, 1])),
                ((5, 6, 1, 1), {}),
                ((4, 6, 3, 2), dict(strides=[2, 1], pads=[1, 0, 0, 1])),

@@ -12,8 +12,10 @@ The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
   its product stored transposed into the NCHW output;
 - otherwise channels are the rows and the weights the GEMM's A (packed per run, which
   is cheap next to the pixels): a plain GEMM per image and group for 1x1 stride-1
-  unpadded convs ("pointwise"), else im2col by column blocks of bounded size written
-  straight into the GEMM's packed-B layout ("im2col").
+  unpadded convs ("pointwise"); for other undilated 2-D convs, the unfolded matrix read
+  strip by strip from zero-bordered phase planes of X ("implicit"); else (3-D, dilated)
+  im2col by column blocks of bounded size written straight into the GEMM's packed-B
+  layout ("im2col").
 Every path sums over (input channel, kernel taps) in order, then adds the bias, then
 applies the activation, so the choice never changes the arithmetic's order.
 """
@@ -68,7 +70,26 @@ class ConvGeometry:
             return "direct"
         if self.rows_pay_off():
             return "rows"
-        return "pointwise" if self.reads_x else "im2col"
+        if self.reads_x:
+            return "pointwise"
+        return "implicit" if self.implicit_fits else "im2col"
+
+    @property
+    def implicit_fits(self):
+        """2-D or 1-D without dilation: the unfolded matrix is read from zero-bordered
+        phase planes of X (aotc_conv_implicit)."""
+        return (self.in_dims[0] == 1 and self.out_dims[0] == 1 and self.kernel[0] == 1
+                and all(d == 1 for d in self.dilations))
+
+    def implicit_scratch(self):
+        """aotc_conv_implicit_scratch_bytes: the phase planes (+ 32 floats of slack),
+        the sums between K-blocks in rows of a plane's width, the row offsets."""
+        from .matmul import KC
+        (_, kh, kw), (_, sh, sw), (_, oh, ow) = self.kernel, self.strides, self.out_dims
+        hq, wq = oh + (kh - 1) // sh, ow + (kw - 1) // sw
+        planes = self.cin_g * min(sh, kh) * min(sw, kw)
+        sums = self.cout_g * oh * wq if self.k > KC else 0
+        return _align(4 * (planes * hq * wq + 32)) + _align(4 * sums) + _align(8 * self.k)
 
     def rows_pay_off(self):
         """Pixels as GEMM rows (weights packed at compile time, the output transposed
@@ -288,6 +309,8 @@ def _f32_scratch(ctx, g):
                 + gemm(tile, g.cout_g, g.k))
     if kind == "pointwise":
         return sgemm_scratch_bytes(g.cout_g, g.out_pixels, g.cin_g)
+    if kind == "implicit":
+        return g.implicit_scratch()
     if kind == "im2col":
         block = g.block_columns()
         packed_block = _align(4 * g.k * ((block + NR - 1) // NR * NR))
@@ -352,6 +375,9 @@ def _f32_call(ctx, g, x, w, bias, y, act, scratch):
     if kind == "pointwise":
         return (f"aotc_conv_pointwise({ctx.pool}, {g.c_literal()}, {x}, {w}, "
                 f"{bias}, {y}, {act}, {scratch});")
+    if kind == "implicit":
+        return (f"aotc_conv_implicit({ctx.pool}, {g.c_literal()}, {x}, {w}, {bias}, {y}, "
+                f"{act}, {scratch});")
     return (f"aotc_conv_im2col({ctx.pool}, {g.c_literal()}, {g.block_columns()}, {x}, "
             f"{w}, {bias}, {y}, {act}, {scratch});")
 
