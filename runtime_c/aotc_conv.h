@@ -524,21 +524,22 @@ AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
       }
       for (p = p0; p < p1; p++) {
         int64_t i, rows, r;
+        aotc_sgemm_epilogue_ ep;
         aotc_sgemm_tile_fn_ fn;
         float *sums;   /* the sums of earlier K-blocks */
         aotc_sgemm_panel_(j->M, p, &i, &rows);
         fn = aotc_sgemm_tile_for_(rows);
         sums = j->C + i * j->ldc + c;
         if (!last) {
-          fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, sums, j->ldc, cols, first, 0, NULL, NULL);
+          fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, sums, j->ldc, cols, first, NULL);
           continue;
         }
         if (!first)
           for (r = 0; r < rows; r++)
             for (x = 0; x < cols; x++) tile[r * AOTC_SGEMM_NR + x] = sums[r * j->ldc + x];
-        fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, tile, AOTC_SGEMM_NR, cols, first, 1,
-           j->bias_m ? j->bias_m + i : NULL, NULL);
-        aotc_activation_apply_2d(j->act, tile, AOTC_SGEMM_NR, rows, cols);
+        ep = aotc_sgemm_epilogue_at_(j, i, c);
+        fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, tile, AOTC_SGEMM_NR, cols, first, &ep);
+        aotc_activation_apply_2d(j->act_after, tile, AOTC_SGEMM_NR, rows, cols);
         aotc_conv_implicit_store_(a, tile, rows, c, cols, a->y + i * a->g->out[1] * a->g->out[2]);
       }
     }
@@ -633,6 +634,7 @@ AOTC_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g, const 
   a.j.ldc = g->out[1] * a.wq;
   a.j.C = sums;
   a.j.act = act;
+  aotc_sgemm_epilogue_init_(&a.j);
   a.j.panels = aotc_sgemm_panels_(a.j.M);
   a.j.strips = aotc_sgemm_div_up_(a.j.N, AOTC_SGEMM_NR);
   aotc_sgemm_split_(&a.j);

@@ -148,11 +148,32 @@ typedef struct {
   int64_t panels_per_task, strips_per_task, ntasks_n;
   const float *A, *B, *bias_m, *bias_n;
   const aotc_activation *act;   /* NULL: none */
+  aotc_sgemm_epilogue_ ep;      /* the tiles' activation (aotc_sgemm_epilogue_init_) */
+  const aotc_activation *act_after;   /* what the tiles leave for after the store */
   int trans_a, trans_b;
   float *C, *pa;       /* pa: packed A (scratch), NULL when A is read in place */
   const float *pb;     /* packed B (scratch or compile time) */
   float *pb_out;       /* where to pack B, NULL when B comes packed */
 } aotc_sgemm_job_;
+
+/* Relu and Clip run in the tiles' registers; other activations after the store. */
+AOTC_FN void aotc_sgemm_epilogue_init_(aotc_sgemm_job_ *j) {
+  aotc_act_kind kind = j->act ? j->act->kind : AOTC_ACT_NONE;
+  j->ep.bias_m = j->ep.bias_n = NULL;
+  j->ep.act = kind == AOTC_ACT_RELU ? AOTC_SGEMM_ACT_RELU
+              : kind == AOTC_ACT_CLIP ? AOTC_SGEMM_ACT_CLIP : AOTC_SGEMM_ACT_NONE;
+  j->ep.lo = j->act ? j->act->a : 0.0f;
+  j->ep.hi = j->act ? j->act->b : 0.0f;
+  j->act_after = j->ep.act == AOTC_SGEMM_ACT_NONE ? j->act : NULL;
+}
+
+/* The epilogue of the tile at row i, column c (on the last K-block). */
+AOTC_FN aotc_sgemm_epilogue_ aotc_sgemm_epilogue_at_(const aotc_sgemm_job_ *j, int64_t i, int64_t c) {
+  aotc_sgemm_epilogue_ ep = j->ep;
+  ep.bias_m = j->bias_m ? j->bias_m + i : NULL;
+  ep.bias_n = j->bias_n ? j->bias_n + c : NULL;
+  return ep;
+}
 
 /* Packing tasks: one per (K-block, panel) of A, then one per (K-block, strip) of B. */
 AOTC_FN void aotc_sgemm_pack_task_(void *arg, int64_t t) {
@@ -186,7 +207,7 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
     int first = pc == 0, last = pc + kc == j->K;
     for (p = p0; p < p1; p++) {
       int64_t i, rows, ars, aks;
-      const float *a, *bm;
+      const float *a;
       aotc_sgemm_tile_fn_ tile;
       aotc_sgemm_panel_(j->M, p, &i, &rows);
       tile = aotc_sgemm_tile_for_(rows);
@@ -197,13 +218,13 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
       } else {
         a = j->A + i * j->lda + pc, ars = j->lda, aks = 1;
       }
-      bm = last && j->bias_m ? j->bias_m + i : NULL;
       for (s = s0; s < s1; s++) {
         int64_t c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
         float *cp = j->C + i * j->ldc + c;
+        aotc_sgemm_epilogue_ ep = aotc_sgemm_epilogue_at_(j, i, c);
         tile(kc, a, ars, aks, bblk + s * kc * AOTC_SGEMM_NR, cp, j->ldc, cols, first,
-             last, bm, last && j->bias_n ? j->bias_n + c : NULL);
-        if (last) aotc_activation_apply_2d(j->act, cp, j->ldc, rows, cols);   /* still in L1 */
+             last ? &ep : NULL);
+        if (last) aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
       }
     }
   }
@@ -318,6 +339,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   j.M = M; j.N = N; j.K = K; j.lda = lda; j.ldb = ldb; j.ldc = ldc;
   j.A = A; j.B = B; j.C = C; j.trans_a = trans_a; j.trans_b = trans_b;
   j.bias_m = bias_m; j.bias_n = bias_n; j.act = act;
+  aotc_sgemm_epilogue_init_(&j);
   j.panels = aotc_sgemm_panels_(M);
   j.strips = aotc_sgemm_div_up_(N, AOTC_SGEMM_NR);
   j.kblocks = aotc_sgemm_div_up_(K, AOTC_SGEMM_KC);

@@ -51,6 +51,8 @@ AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
 #define AOTC_V_STOREN(p, v, n) _mm512_mask_storeu_ps(p, aotc_v_mask_(n), v)
 #define AOTC_V_ADD(x, y) _mm512_add_ps(x, y)
 #define AOTC_V_MUL(x, y) _mm512_mul_ps(x, y)
+#define AOTC_V_MAX(x, y) _mm512_max_ps(x, y)
+#define AOTC_V_MIN(x, y) _mm512_min_ps(x, y)
 #define AOTC_V_FMA(x, y, z) _mm512_fmadd_ps(x, y, z)
 #define AOTC_V_CANON(v) \
   _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)))
@@ -71,6 +73,8 @@ AOTC_INLINE_ALWAYS __m256i aotc_v_mask_(int64_t n) {
 #define AOTC_V_STOREN(p, v, n) _mm256_maskstore_ps(p, aotc_v_mask_(n), v)
 #define AOTC_V_ADD(x, y) _mm256_add_ps(x, y)
 #define AOTC_V_MUL(x, y) _mm256_mul_ps(x, y)
+#define AOTC_V_MAX(x, y) _mm256_max_ps(x, y)
+#define AOTC_V_MIN(x, y) _mm256_min_ps(x, y)
 #define AOTC_V_FMA(x, y, z) _mm256_fmadd_ps(x, y, z)
 #define AOTC_V_CANON(v) \
   _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), _mm256_cmp_ps(v, v, _CMP_UNORD_Q))
@@ -86,6 +90,8 @@ typedef float aotc_v_;
 #define AOTC_V_STOREN(p, v, n) do { if ((n) > 0) *(p) = (v); } while (0)
 #define AOTC_V_ADD(x, y) ((x) + (y))
 #define AOTC_V_MUL(x, y) ((x) * (y))
+#define AOTC_V_MAX(x, y) ((x) > (y) ? (x) : (y))   /* as the SIMD max: y when unordered */
+#define AOTC_V_MIN(x, y) ((x) < (y) ? (x) : (y))
 #define AOTC_V_FMA(x, y, z) ((x) * (y) + (z))   /* contracted only in fast mode */
 #define AOTC_V_CANON(v) ((v) != (v) ? aotc_f32_from_bits(0x7FC00000u) : (v))
 #endif
@@ -113,16 +119,25 @@ typedef float aotc_v_;
 
 /* ---- the tile ------------------------------------------------------------------------ */
 
+/* What a tile does after its last K-block, in registers: + bias_m[i], + bias_n[j]
+ * (either NULL), NaN rewritten in exact mode, then Relu or Clip (the activations that
+ * are a max and a min: the bits of their expressions in aotc_activation.h, NaN
+ * included; others run after the store). */
+enum { AOTC_SGEMM_ACT_NONE, AOTC_SGEMM_ACT_RELU, AOTC_SGEMM_ACT_CLIP };
+typedef struct {
+  const float *bias_m, *bias_n;
+  int act;          /* AOTC_SGEMM_ACT_* */
+  float lo, hi;     /* Clip's bounds */
+} aotc_sgemm_epilogue_;
+
 /* C[i, 0:cols] for i < rows over one K-block of kc: A element (i, k) at a[i * ars + k * aks]
  * (a packed or transposed A has ars = 1, a row-major A has aks = 1), B the kc x 32 strip
- * b. Starts from 0 (first) or from C; on the last block adds bias_m[i], then
- * bias_n[j] (either NULL), and rewrites NaN in exact mode. */
+ * b. Starts from 0 (first) or from C; `ep` on the last block, else NULL. */
 AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
                                              const float *AOTC_RESTRICT a, int64_t ars,
                                              int64_t aks, const float *AOTC_RESTRICT b,
                                              float *AOTC_RESTRICT c, int64_t ldc, int64_t cols,
-                                             int first, int last, const float *bias_m,
-                                             const float *bias_n) {
+                                             int first, const aotc_sgemm_epilogue_ *ep) {
   aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
   int64_t k;
   int i, v;
@@ -145,15 +160,19 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
     a += aks;
     b += AOTC_SGEMM_NR;
   }
-  if (last) {
+  if (ep) {
+    const aotc_v_ zero = AOTC_V_ZERO(), lo = AOTC_V_SET1(ep->lo), hi = AOTC_V_SET1(ep->hi);
     AOTC_UNROLL(16)
     for (i = 0; i < rows; i++) {
       AOTC_UNROLL(32)
       for (v = 0; v < AOTC_NV; v++) {
         aotc_v_ x = acc[i][v];
-        if (bias_m) x = AOTC_V_ADD(x, AOTC_V_SET1(bias_m[i]));
-        if (bias_n) x = AOTC_V_ADD(x, AOTC_V_LOADN(bias_n + v * AOTC_VW, cols - v * AOTC_VW));
-        acc[i][v] = AOTC_V_FINISH(x);
+        if (ep->bias_m) x = AOTC_V_ADD(x, AOTC_V_SET1(ep->bias_m[i]));
+        if (ep->bias_n) x = AOTC_V_ADD(x, AOTC_V_LOADN(ep->bias_n + v * AOTC_VW, cols - v * AOTC_VW));
+        x = AOTC_V_FINISH(x);
+        if (ep->act == AOTC_SGEMM_ACT_RELU) x = AOTC_V_MAX(x, zero);   /* x > 0 ? x : 0 */
+        if (ep->act == AOTC_SGEMM_ACT_CLIP) x = AOTC_V_MIN(hi, AOTC_V_MAX(lo, x));
+        acc[i][v] = x;
       }
     }
   }
@@ -167,8 +186,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
 
 typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int64_t aks,
                                     const float *b, float *c, int64_t ldc, int64_t cols,
-                                    int first, int last, const float *bias_m,
-                                    const float *bias_n);
+                                    int first, const aotc_sgemm_epilogue_ *ep);
 
 /* The tiles take most of a model's compile time (seconds at -O3), so a build may make
  * them once, apart from its models (aotc/build.py keeps the object per compiler and
@@ -188,7 +206,7 @@ typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int
 #define AOTC_SGEMM_TILE_HEAD_(R)                                                           \
   AOTC_SGEMM_TILE_LINKAGE_ void aotc_sgemm_tile_##R##_(                                     \
       int64_t kc, const float *a, int64_t ars, int64_t aks, const float *b, float *c,       \
-      int64_t ldc, int64_t cols, int first, int last, const float *bias_m, const float *bias_n)
+      int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep)
 
 /* One compiled tile per row count, each with its loops fully unrolled; A is k-major
  * (ars = 1) or row-major (aks = 1). */
@@ -199,9 +217,9 @@ typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int
   AOTC_SGEMM_TILE_HEAD_(R);                                                                \
   AOTC_SGEMM_TILE_HEAD_(R) {                                                               \
     if (ars == 1) /* k-major A: rows at fixed offsets */                                  \
-      aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, c, ldc, cols, first, last, bias_m, bias_n); \
+      aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, c, ldc, cols, first, ep);                   \
     else                                                                                   \
-      aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, c, ldc, cols, first, last, bias_m, bias_n); \
+      aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, c, ldc, cols, first, ep);                   \
   }
 #endif
 AOTC_SGEMM_TILE_ROWS_(1)

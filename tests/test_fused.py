@@ -188,6 +188,28 @@ def test_linear_nan_is_canonical_in_exact_mode():
     np.testing.assert_allclose(y[1], 1 / (1 + np.exp(-a[1])), rtol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["fast", "exact"])
+def test_relu_and_clip_in_the_tile_keep_the_bits_of_nan_inf_and_bounds(mode):
+    """Relu and Clip run in the tile's registers as a max and a min: the same bits as
+    the separate operators for NaN (payload included), infinities, zeros and values on
+    the bounds."""
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 0.75, 1.0, -2.0, 3.0], np.float32)
+    specials[0] = np.frombuffer(np.uint32(0xFFC01234).tobytes(), np.float32)[0]
+    a = np.concatenate([specials, np.linspace(-1, 1, 9, dtype=np.float32)]).reshape(-1, 1)
+    nodes, inits = [], {"B": np.array([[1.0, -1.0, 0.5, 2.0, -0.25] * 7 + [1.0, 3.0]], np.float32)}
+    acts = [("Relu", {}), ("Clip", {"bounds": (-0.5, 0.75)}), ("Clip", {"bounds": (None, 1.0)}),
+            ("Clip", {"bounds": (-0.5, None)})]
+    for i, act in enumerate(acts):
+        nodes += [helper.make_node("MatMul", ["a", "B"], [f"p{i}"])] + _activation_nodes(*act, f"p{i}", f"y{i}", inits)
+    model = make_model(nodes, [("a", np.float32, list(a.shape))],
+                       [(f"y{i}", np.float32, None) for i in range(len(acts))], inits, opset=13)
+    fused = _fused_session(model, linear_pack_fuse, mode=mode, threads=1)
+    assert fused.report["nodes_after"] == {"Linear": len(acts)}
+    got, want = fused.run({"a": a}), aotc.compile(model, opt_level="none", mode=mode, threads=1).run({"a": a})
+    for name in want:
+        assert got[name].view(np.uint32).tobytes() == want[name].view(np.uint32).tobytes(), name
+
+
 def test_linear_threads_give_the_same_bits():
     model = _linear_model((230, 300), 530, [("Gelu", {}), ("Relu", {})], opset=20)
     feeds = {"a": random((230, 300), seed=2)}
