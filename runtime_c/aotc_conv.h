@@ -7,7 +7,7 @@
  * Four kernels, chosen at compile time by the shape (aotc/ops/conv.py):
  *   aotc_conv_pointwise   1x1 kernel, stride 1, no pad: one GEMM per image and group;
  *   aotc_conv_direct      one input channel per group (depthwise): direct loops,
- *                         parallel over (channel, block of output rows); small 3x3
+ *                         parallel over blocks of channels or of output rows; small 3x3
  *                         stride-1 planes through a zero-bordered copy in one run;
  *   aotc_conv_im2col      output pixels cut into column blocks, each block unfolded
  *                         into scratch (im2col) straight into the GEMM's packed-B
@@ -87,7 +87,7 @@ typedef struct {
   const float *x, *w, *bias;
   const aotc_activation *act;
   float *y;
-  int64_t rows_per_task, tasks_per_channel;
+  int64_t rows_per_task, row_tasks, channels_per_task;   /* a task: channels x rows */
   int64_t inner_lo, inner_hi;   /* output columns where every kx tap is inside the row */
   int small_plane;              /* aotc_conv_plane_3x3_ per channel */
 } aotc_conv_direct_args_;
@@ -300,56 +300,61 @@ AOTC_FN void aotc_conv_plane_3x3_(const aotc_conv_geom *g, const float *AOTC_RES
   aotc_conv_canon_(y, oh_n * ow_n);
 }
 
+/* One block of channels (small planes) or of output rows of one channel. */
 AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   const aotc_conv_direct_args_ *a = (const aotc_conv_direct_args_ *)arg;
   const aotc_conv_geom *g = a->g;
-  int64_t channel = task / a->tasks_per_channel;            /* n * Cout + co */
-  int64_t cout = g->cout_g * g->group, co = channel % cout, n = channel / cout;
-  int64_t ci = n * g->group + co / g->cout_g;                 /* n * Cin + input channel */
-  int64_t rows = g->out[0] * g->out[1];
-  int64_t r0 = (task % a->tasks_per_channel) * a->rows_per_task;
+  int64_t cout = g->cout_g * g->group, rows = g->out[0] * g->out[1], ow_n = g->out[2];
+  int64_t c0 = task / a->row_tasks * a->channels_per_task;
+  int64_t c1 = AOTC_MIN(c0 + a->channels_per_task, g->batch * cout), channel;
+  int64_t r0 = task % a->row_tasks * a->rows_per_task;
   int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows), r;
-  const float *plane = a->x + ci * aotc_conv_volume_(g->in);
-  const float *wk = a->w + co * aotc_conv_volume_(g->kernel);
-  float bias = a->bias ? a->bias[co] : 0.0f;
-  int64_t od = r0 / g->out[1], oh = r0 % g->out[1];
-  float *yrow = a->y + channel * aotc_conv_volume_(g->out) + r0 * g->out[2];
-  if (a->small_plane) {   /* one task per channel: the whole plane */
-    aotc_conv_plane_3x3_(g, plane, wk, bias, yrow, a->act);
-    return;
-  }
-  for (r = r0; r < r1; r++, yrow += g->out[2]) {
-    aotc_conv_direct_row_(g, plane, wk, bias, yrow, od, oh, a->inner_lo, a->inner_hi);
-    aotc_activation_apply(a->act, yrow, g->out[2]);
-    aotc_conv_canon_(yrow, g->out[2]);
-    if (++oh == g->out[1]) {
-      oh = 0;
-      od++;
+  for (channel = c0; channel < c1; channel++) {   /* n * Cout + co */
+    int64_t co = channel % cout, n = channel / cout;
+    int64_t ci = n * g->group + co / g->cout_g;   /* n * Cin + input channel */
+    const float *plane = a->x + ci * aotc_conv_volume_(g->in);
+    const float *wk = a->w + co * aotc_conv_volume_(g->kernel);
+    float bias = a->bias ? a->bias[co] : 0.0f;
+    float *yrow = a->y + channel * aotc_conv_volume_(g->out) + r0 * ow_n;
+    if (a->small_plane) {   /* the whole plane */
+      aotc_conv_plane_3x3_(g, plane, wk, bias, yrow, a->act);
+      continue;
+    }
+    for (r = r0; r < r1; r++, yrow += ow_n) {
+      aotc_conv_direct_row_(g, plane, wk, bias, yrow, r / g->out[1], r % g->out[1], a->inner_lo,
+                            a->inner_hi);
+      aotc_activation_apply(a->act, yrow, ow_n);
+      aotc_conv_canon_(yrow, ow_n);
     }
   }
 }
+
+/* Outputs per task, about: enough to hide the dispatch (a task taken by another thread
+ * costs a shared counter's cache line), small enough to spread. */
+#define AOTC_CONV_DIRECT_TASK 8192
 
 AOTC_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
                               const float *w, const float *bias, float *y,
                               const aotc_activation *act) {
   aotc_conv_direct_args_ a;
-  int64_t rows = g->out[0] * g->out[1], unused;
+  int64_t rows = g->out[0] * g->out[1], ow_n = AOTC_MAX(g->out[2], 1), unused;
   a.g = g;
   a.x = x;
   a.w = w;
   a.bias = bias;
   a.act = act;
   a.y = y;
-  /* about 8K outputs per task: enough to hide the dispatch, small enough to spread */
-  a.rows_per_task = AOTC_MAX(1, AOTC_MIN(rows, 8192 / AOTC_MAX(g->out[2], 1)));
   a.small_plane = aotc_conv_small_plane_(g);
-  if (a.small_plane) a.rows_per_task = rows;
-  a.tasks_per_channel = (rows + a.rows_per_task - 1) / a.rows_per_task;
+  a.rows_per_task = a.small_plane ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
+  a.row_tasks = (rows + a.rows_per_task - 1) / a.rows_per_task;
+  /* planes smaller than a task: whole planes, several to a task */
+  a.channels_per_task = a.row_tasks > 1 ? 1 : AOTC_MAX(1, AOTC_CONV_DIRECT_TASK / AOTC_MAX(rows * ow_n, 1));
   aotc_conv_valid_range_(-g->pad[2], g->stride[2], g->in[2], g->out[2], &a.inner_lo, &unused);
   aotc_conv_valid_range_((g->kernel[2] - 1) * g->dilation[2] - g->pad[2], g->stride[2], g->in[2],
                          g->out[2], &unused, &a.inner_hi);
   a.inner_hi = AOTC_MAX(a.inner_hi, a.inner_lo);
-  aotc_parallel_for(pool, g->batch * g->group * g->cout_g * a.tasks_per_channel,
+  aotc_parallel_for(pool, (g->batch * g->group * g->cout_g + a.channels_per_task - 1) /
+                              a.channels_per_task * a.row_tasks,
                     aotc_conv_direct_task_, &a);
 }
 
