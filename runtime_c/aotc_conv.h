@@ -536,14 +536,15 @@ AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
         fn = aotc_sgemm_tile_for_(rows);
         sums = j->C + i * j->ldc + c;
         if (!last) {
-          fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, sums, j->ldc, cols, first, NULL);
+          fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, AOTC_SGEMM_NR, sums, j->ldc, cols, first, NULL);
           continue;
         }
         if (!first)
           for (r = 0; r < rows; r++)
             for (x = 0; x < cols; x++) tile[r * AOTC_SGEMM_NR + x] = sums[r * j->ldc + x];
         ep = aotc_sgemm_epilogue_at_(j, i, c);
-        fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, tile, AOTC_SGEMM_NR, cols, first, &ep);
+        fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, AOTC_SGEMM_NR, tile, AOTC_SGEMM_NR, cols,
+           first, &ep);
         aotc_activation_apply_2d(j->act_after, tile, AOTC_SGEMM_NR, rows, cols);
         aotc_conv_implicit_store_(a, tile, rows, c, cols, a->y + i * a->g->out[1] * a->g->out[2]);
       }

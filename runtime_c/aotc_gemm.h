@@ -56,6 +56,14 @@ AOTC_FN int aotc_sgemm_packs_a_(int64_t M, int64_t N, int64_t lda, int trans_a) 
   return aotc_sgemm_may_pack_a_(M, N) && (trans_a || lda % 512 == 0);
 }
 
+/* A row-major B is read in place by the tiles, 32 columns of a row at a time, unless
+ * its rows share L1 sets as above: packing it would read and write all of it once
+ * more (20% of a ResNet pointwise conv's product). Its ragged last strip is packed
+ * all the same, so nothing is read past a row's end. */
+AOTC_FN int aotc_sgemm_reads_b_in_place_(int64_t ldb, int trans_b) {
+  return !trans_b && ldb % 512 != 0;
+}
+
 AOTC_FN size_t aotc_sgemm_packed_scratch_bytes(int64_t M, int64_t N, int64_t K) {
   if (!aotc_sgemm_may_pack_a_(M, N)) return 0;
   return (size_t)aotc_sgemm_round_up_(K * M * 4, 64);
@@ -154,6 +162,7 @@ typedef struct {
   float *C, *pa;       /* pa: packed A (scratch), NULL when A is read in place */
   const float *pb;     /* packed B (scratch or compile time) */
   float *pb_out;       /* where to pack B, NULL when B comes packed */
+  int b_in_place;      /* full strips read from B itself (aotc_sgemm_reads_b_in_place_) */
 } aotc_sgemm_job_;
 
 /* Relu and Clip run in the tiles' registers; other activations after the store. */
@@ -175,7 +184,13 @@ AOTC_FN aotc_sgemm_epilogue_ aotc_sgemm_epilogue_at_(const aotc_sgemm_job_ *j, i
   return ep;
 }
 
-/* Packing tasks: one per (K-block, panel) of A, then one per (K-block, strip) of B. */
+/* Strips of B to pack, the last ones: all, or only a ragged one when B is read in place. */
+AOTC_FN int64_t aotc_sgemm_packed_strips_(const aotc_sgemm_job_ *j) {
+  if (!j->pb_out) return 0;
+  return j->b_in_place ? (j->N % AOTC_SGEMM_NR != 0) : j->strips;
+}
+
+/* Packing tasks: one per (K-block, panel) of A, then one per (K-block, packed strip) of B. */
 AOTC_FN void aotc_sgemm_pack_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = (const aotc_sgemm_job_ *)arg;
   int64_t a_tasks = j->pa ? j->kblocks * j->panels : 0;
@@ -185,7 +200,8 @@ AOTC_FN void aotc_sgemm_pack_task_(void *arg, int64_t t) {
     aotc_sgemm_panel_(j->M, t % j->panels, &i0, &rows);
     aotc_sgemm_pack_a_panel_(j->pa + pc * j->M + i0 * kc, j->A, j->lda, j->trans_a, pc, kc, i0, rows);
   } else {
-    int64_t u = t - a_tasks, pc = u / j->strips * AOTC_SGEMM_KC, s = u % j->strips;
+    int64_t packed = aotc_sgemm_packed_strips_(j), u = t - a_tasks;
+    int64_t pc = u / packed * AOTC_SGEMM_KC, s = j->strips - packed + u % packed;
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     aotc_sgemm_pack_b_strip_(j->pb_out + pc * j->strips * AOTC_SGEMM_NR + s * kc * AOTC_SGEMM_NR,
                              j->B, j->ldb, j->trans_b, j->N, pc, kc, s);
@@ -222,8 +238,12 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
         int64_t c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
         float *cp = j->C + i * j->ldc + c;
         aotc_sgemm_epilogue_ ep = aotc_sgemm_epilogue_at_(j, i, c);
-        tile(kc, a, ars, aks, bblk + s * kc * AOTC_SGEMM_NR, cp, j->ldc, cols, first,
-             last ? &ep : NULL);
+        if (j->b_in_place && cols == AOTC_SGEMM_NR)
+          tile(kc, a, ars, aks, j->B + pc * j->ldb + c, j->ldb, cp, j->ldc, cols, first,
+               last ? &ep : NULL);
+        else
+          tile(kc, a, ars, aks, bblk + s * kc * AOTC_SGEMM_NR, AOTC_SGEMM_NR, cp, j->ldc, cols,
+               first, last ? &ep : NULL);
         if (last) aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
       }
     }
@@ -348,9 +368,10 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   if (!packed_b && (M > 1 || trans_b)) {
     j.pb_out = (float *)(void *)(scratch + aotc_sgemm_packed_scratch_bytes(M, N, K));
     j.pb = j.pb_out;
+    j.b_in_place = M > 1 && aotc_sgemm_reads_b_in_place_(ldb, trans_b);
   }
-  if (j.pa || j.pb_out)
-    aotc_parallel_for(pool, (j.pa ? j.kblocks * j.panels : 0) + (j.pb_out ? j.kblocks * j.strips : 0),
+  if (j.pa || aotc_sgemm_packed_strips_(&j))
+    aotc_parallel_for(pool, (j.pa ? j.kblocks * j.panels : 0) + j.kblocks * aotc_sgemm_packed_strips_(&j),
                       aotc_sgemm_pack_task_, &j);
   if (M == 1) {
     int64_t width = j.pb ? AOTC_SGEMV_NC : AOTC_SGEMV_ROWS_NC;

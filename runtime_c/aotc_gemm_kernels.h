@@ -132,10 +132,11 @@ typedef struct {
 
 /* C[i, 0:cols] for i < rows over one K-block of kc: A element (i, k) at a[i * ars + k * aks]
  * (a packed or transposed A has ars = 1, a row-major A has aks = 1), B the kc x 32 strip
- * b. Starts from 0 (first) or from C; `ep` on the last block, else NULL. */
+ * b with row k at b + k * bks (bks = 32 packed; a row-major B's row stride when read in
+ * place). Starts from 0 (first) or from C; `ep` on the last block, else NULL. */
 AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
                                              const float *AOTC_RESTRICT a, int64_t ars,
-                                             int64_t aks, const float *AOTC_RESTRICT b,
+                                             int64_t aks, const float *AOTC_RESTRICT b, int64_t bks,
                                              float *AOTC_RESTRICT c, int64_t ldc, int64_t cols,
                                              int first, const aotc_sgemm_epilogue_ *ep) {
   aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
@@ -158,7 +159,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
       for (v = 0; v < AOTC_NV; v++) acc[i][v] = AOTC_V_MADD(av, bv[v], acc[i][v]);
     }
     a += aks;
-    b += AOTC_SGEMM_NR;
+    b += bks;
   }
   if (ep) {
     const aotc_v_ zero = AOTC_V_ZERO(), lo = AOTC_V_SET1(ep->lo), hi = AOTC_V_SET1(ep->hi);
@@ -185,7 +186,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
 }
 
 typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int64_t aks,
-                                    const float *b, float *c, int64_t ldc, int64_t cols,
+                                    const float *b, int64_t bks, float *c, int64_t ldc, int64_t cols,
                                     int first, const aotc_sgemm_epilogue_ *ep);
 
 /* The tiles take most of a model's compile time (seconds at -O3), so a build may make
@@ -205,8 +206,8 @@ typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int
 
 #define AOTC_SGEMM_TILE_HEAD_(R)                                                           \
   AOTC_SGEMM_TILE_LINKAGE_ void aotc_sgemm_tile_##R##_(                                     \
-      int64_t kc, const float *a, int64_t ars, int64_t aks, const float *b, float *c,       \
-      int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep)
+      int64_t kc, const float *a, int64_t ars, int64_t aks, const float *b, int64_t bks,    \
+      float *c, int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep)
 
 /* One compiled tile per row count, each with its loops fully unrolled; A is k-major
  * (ars = 1) or row-major (aks = 1). */
@@ -217,9 +218,9 @@ typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int
   AOTC_SGEMM_TILE_HEAD_(R);                                                                \
   AOTC_SGEMM_TILE_HEAD_(R) {                                                               \
     if (ars == 1) /* k-major A: rows at fixed offsets */                                  \
-      aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, c, ldc, cols, first, ep);                   \
+      aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, bks, c, ldc, cols, first, ep);              \
     else                                                                                   \
-      aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, c, ldc, cols, first, ep);                   \
+      aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, bks, c, ldc, cols, first, ep);              \
   }
 #endif
 AOTC_SGEMM_TILE_ROWS_(1)
