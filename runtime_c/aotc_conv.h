@@ -462,8 +462,9 @@ AOTC_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t 
 
 /* ---- no dilation: implicit GEMM over zero-bordered phase planes ---------------------- */
 
-/* A 2-D (or 1-D) conv without dilation reads its unfolded matrix straight from a
- * zero-bordered copy of X cut into phase planes: for strides (sh, sw), phase (py, px)
+/* A 2-D (or 1-D) conv without dilation (in[0] = out[0] = kernel[0] = 1, dilations 1:
+ * aotc/ops/conv.py checks) reads its unfolded matrix straight from a zero-bordered
+ * copy of X cut into phase planes: for strides (sh, sw), phase (py, px)
  * of an input channel holds the padded input's rows r * sh + py and columns c * sw + px,
  * hq x wq = (out_h + (kh - 1) / sh) x (out_w + (kw - 1) / sw) of them (one plane per
  * channel at stride 1; only the phases some tap reads). Output pixel (oh, ow) taken as
@@ -484,11 +485,6 @@ typedef struct {
   float *y;                /* first output channel of this image and group */
   int64_t sy, sx, hq, wq;  /* phases per channel down and across; a plane's extent */
 } aotc_conv_implicit_args_;
-
-AOTC_FN int aotc_conv_implicit_fits(const aotc_conv_geom *g) {
-  return g->in[0] == 1 && g->out[0] == 1 && g->kernel[0] == 1 && g->dilation[1] == 1 &&
-         g->dilation[2] == 1;
-}
 
 /* Rows [0, rows) of a finished tile (flat columns [c, c + cols), row stride
  * AOTC_SGEMM_NR) into output channels from y on, without the columns past the output. */
