@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 
 from . import resources
+from .codegen.runtime_headers import WHOLE_RUNTIME
 from .errors import BuildError, Unsupported
 
 TILES_HEADER = "aotc_gemm_kernels.h"
@@ -89,7 +90,7 @@ def uses_tiles(out_dir, name):
     """Whether <name>.c includes the GEMM tiles (its runtime headers are listed in it)."""
     with open(os.path.join(out_dir, f"{name}.c")) as f:
         source = f.read()
-    return any(f'"aotc_runtime/{header}"' in source for header in (TILES_HEADER, "aotc_runtime.h"))
+    return any(f'"aotc_runtime/{header}"' in source for header in (TILES_HEADER, WHOLE_RUNTIME))
 
 
 @functools.lru_cache(maxsize=None)
