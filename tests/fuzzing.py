@@ -13,6 +13,7 @@ import pickle
 import random
 import re
 import selectors
+import shutil
 import signal
 import struct
 import subprocess
@@ -498,6 +499,7 @@ def fuzz(seconds, base_seed=0, save_dir=None, case_timeout=120, log=print):
             index += 1
     finally:
         worker.stop()
+        shutil.rmtree(cache, ignore_errors=True)
     return outcomes, failures
 
 

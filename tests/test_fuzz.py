@@ -3,7 +3,6 @@ onnxruntime takes it) or ends in an aotc.AotcError; never another exception, a c
 a hang. Seeded and bounded: AOTC_FUZZ_SECONDS (default 60) and AOTC_FUZZ_SEED (default
 0) choose a longer or different run; `python tests/fuzzing.py --seconds N` runs it alone."""
 import os
-import tempfile
 from collections import Counter
 
 import pytest
@@ -30,8 +29,8 @@ def test_every_seed_model_matches_onnxruntime(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("selftest, outcome", [("crash", "crash"), ("hang", "hang")])
-def test_the_worker_reports_crashes_and_hangs(selftest, outcome):
-    worker = fuzzing.Worker(tempfile.mkdtemp(prefix="aotc-fuzz-cache-"))
+def test_the_worker_reports_crashes_and_hangs(selftest, outcome, tmp_path):
+    worker = fuzzing.Worker(str(tmp_path))
     try:
         data = fuzzing.seed_models()[0].SerializeToString()
         assert worker.run(data, 0, timeout=60 if selftest == "crash" else 3, selftest=selftest)["outcome"] == outcome
