@@ -7,8 +7,8 @@
  * Four kernels, chosen at compile time by the shape (aotc/ops/conv.py):
  *   aotc_conv_pointwise   1x1 kernel, stride 1, no pad: one GEMM per image and group;
  *   aotc_conv_direct      one input channel per group (depthwise): direct loops,
- *                         parallel over blocks of channels or of output rows; small 3x3
- *                         stride-1 planes through a zero-bordered copy in one run;
+ *                         parallel over blocks of channels or of output rows; 3x3
+ *                         kernels on AVX-512 by masked vectors of 16 output columns;
  *   aotc_conv_im2col      output pixels cut into column blocks, each block unfolded
  *                         into scratch (im2col) straight into the GEMM's packed-B
  *                         layout and multiplied by one aotc_sgemm_packed;
@@ -22,10 +22,9 @@
  * accumulator starting at +0, plus each product w * x (rounded, then added) over the
  * taps in (input channel, kz, ky, kx) order, then + bias, then the activation; SIMD
  * runs only across independent outputs. The GEMM kernels keep that order in their own
- * exact path (aotc_gemm.h); the direct kernels skip taps in the padding (or add the
- * product with a zero), which the shape alone decides. NaN results are written as
- * AOTC_CANON_F32. The kernel is a function of the shape, never of the target, so the
- * bits are the same on every path. */
+ * exact path (aotc_gemm.h); the direct kernels skip taps in the padding. NaN results
+ * are written as AOTC_CANON_F32. Which sums are formed, in which order, is a function
+ * of the shape, never of the target, so the bits are the same on every path. */
 #ifndef AOTC_CONV_H_
 #define AOTC_CONV_H_
 
@@ -89,7 +88,7 @@ typedef struct {
   float *y;
   int64_t rows_per_task, row_tasks, channels_per_task;   /* a task: channels x rows */
   int64_t inner_lo, inner_hi;   /* output columns where every kx tap is inside the row */
-  int small_plane;              /* aotc_conv_plane_3x3_ per channel */
+  const struct aotc_conv_flat_ *flat;   /* AVX-512 3x3 planes, NULL: row by row */
 } aotc_conv_direct_args_;
 
 /* yrow[ow] += sum over kx in order of wx[kx] * src[ow * sw + kx * dw - pw], for the
@@ -250,57 +249,104 @@ AOTC_FN void aotc_conv_direct_row_(const aotc_conv_geom *g, const float *AOTC_RE
   for (ow = 0; ow < ow_n; ow++) yrow[ow] += bias;
 }
 
-#define AOTC_CONV_PLANE_MAX 4096   /* floats of a padded plane kept on the stack */
+#if defined(AOTC_SGEMM_PATH_AVX512)
+/* ---- 3x3 depthwise planes, AVX-512: 16 output pixels a vector ----------------------- */
 
-/* A 2-D 3x3 stride-1 conv of one small plane (the deep depthwise layers, 7x7 to 28x28):
- * the plane is copied into a zero-bordered buffer of width out_w + 2, so every output
- * row, and the whole plane read as one flat run of that width, has all nine taps
- * inside: one long vector loop instead of short rows with scalar borders. The sums
- * keep the row kernel's order (the nine taps in order, then the bias). */
-AOTC_FN int aotc_conv_small_plane_(const aotc_conv_geom *g) {
-  return g->kernel[0] == 1 && g->kernel[1] == 3 && g->kernel[2] == 3 && g->in[0] == 1 &&
-         g->stride[1] == 1 && g->stride[2] == 1 && g->dilation[1] == 1 && g->dilation[2] == 1 &&
-         g->pad[1] <= 2 && g->pad[2] <= 2 && (g->out[1] + 2) * (g->out[2] + 2) <= AOTC_CONV_PLANE_MAX;
+/* The row kernel leaves planes of 7 to 56 columns mostly to loop set-up and scalar
+ * border code. Here a stride-1 conv whose output plane has the input's height and
+ * width takes each channel's plane as one flat run of pixels, 16 to a vector, and each
+ * of the nine taps as one masked load at a fixed offset from the pixel. A lane whose
+ * tap falls in the padding is masked out of that tap's add, so every output sums the
+ * same products in the same order as the row kernel (from +0, taps in (ky, kx) order,
+ * then the bias) and exact mode keeps its bits. The masks depend on the shape only:
+ * they are made once per call, for all channels. Relu and Clip run in registers. */
+#define AOTC_CONV_FLAT_PIXELS 4096   /* pixels of a plane, at most (larger ones go row by row) */
+
+typedef struct aotc_conv_flat_ {
+  int64_t pixels, chunks;
+  int64_t offset[9];   /* of tap t's input from the output pixel */
+  __mmask16 mask[9][AOTC_CONV_FLAT_PIXELS / 16];   /* [tap][chunk]: lanes whose tap is inside */
+} aotc_conv_flat_;
+
+/* Sets bits [lo, hi) of a bitmap of 16-bit words. */
+AOTC_FN void aotc_conv_set_bits_(__mmask16 *words, int64_t lo, int64_t hi) {
+  for (; lo < hi; lo = (lo / 16 + 1) * 16) {
+    int64_t end = AOTC_MIN(hi, (lo / 16 + 1) * 16);
+    unsigned bits = ((1u << (end - lo)) - 1u) << (lo % 16);
+    words[lo / 16] = (__mmask16)(words[lo / 16] | bits);
+  }
 }
 
-AOTC_FN void aotc_conv_plane_3x3_(const aotc_conv_geom *g, const float *AOTC_RESTRICT plane,
-                                  const float *AOTC_RESTRICT w, float bias,
-                                  float *AOTC_RESTRICT y, const aotc_activation *act) {
-  float buf[AOTC_CONV_PLANE_MAX] AOTC_ALIGNED(64), acc[AOTC_CONV_PLANE_MAX] AOTC_ALIGNED(64);
-  const int64_t oh_n = g->out[1], ow_n = g->out[2], wp = ow_n + 2, hp = oh_n + 2;
-  const int64_t n = oh_n * wp - 2;   /* the last row's last two columns are never used */
-  int64_t r, i, oh;
-  for (r = 0; r < hp; r++) {
-    int64_t iy = r - g->pad[1];
-    float *row = buf + r * wp;
-    for (i = 0; i < wp; i++) row[i] = 0.0f;
-    if (iy >= 0 && iy < g->in[1]) {
-      int64_t lo = AOTC_MAX(0, g->pad[2]), hi = AOTC_MIN(wp, g->in[2] + g->pad[2]);
-      if (hi > lo) memcpy(row + lo, plane + iy * g->in[2] + (lo - g->pad[2]), (size_t)(hi - lo) * sizeof(float));
+/* Plans the flat kernel for this shape; 0 when it does not apply. */
+AOTC_FN int aotc_conv_flat_plan_(const aotc_conv_geom *g, aotc_conv_flat_ *f) {
+  const int64_t in_h = g->in[1], in_w = g->in[2], oh_n = g->out[1], ow_n = g->out[2];
+  int64_t t, oh;
+  if (!(g->kernel[0] == 1 && g->in[0] == 1 && g->out[0] == 1 && g->kernel[1] == 3 &&
+        g->kernel[2] == 3 && g->dilation[1] == 1 && g->dilation[2] == 1 && g->stride[1] == 1 &&
+        g->stride[2] == 1 && oh_n == in_h && ow_n == in_w && oh_n * ow_n <= AOTC_CONV_FLAT_PIXELS))
+    return 0;
+  f->pixels = oh_n * ow_n;
+  f->chunks = (f->pixels + 15) / 16;
+  for (t = 0; t < 9; t++) {
+    const int64_t ry = t / 3 - g->pad[1], rx = t % 3 - g->pad[2];   /* input - output */
+    int64_t lo, hi;
+    aotc_conv_valid_range_(rx, 1, in_w, ow_n, &lo, &hi);
+    f->offset[t] = ry * ow_n + rx;
+    memset(f->mask[t], 0, (size_t)f->chunks * sizeof(__mmask16));
+    for (oh = 0; oh < oh_n; oh++) {
+      const int64_t iy = oh + ry;
+      if (iy >= 0 && iy < in_h && hi > lo) aotc_conv_set_bits_(f->mask[t], oh * ow_n + lo, oh * ow_n + hi);
     }
   }
-  {
-    const float *a = buf, *b = buf + wp, *c = buf + 2 * wp;
-    for (i = 0; i < n; i++) {
-      float v = 0.0f;
-      v += w[0] * a[i];
-      v += w[1] * a[i + 1];
-      v += w[2] * a[i + 2];
-      v += w[3] * b[i];
-      v += w[4] * b[i + 1];
-      v += w[5] * b[i + 2];
-      v += w[6] * c[i];
-      v += w[7] * c[i + 1];
-      v += w[8] * c[i + 2];
-      acc[i] = v + bias;
-    }
-  }
-  for (oh = 0; oh < oh_n; oh++) memcpy(y + oh * ow_n, acc + oh * wp, (size_t)ow_n * sizeof(float));
-  aotc_activation_apply(act, y, oh_n * ow_n);
-  aotc_conv_canon_(y, oh_n * ow_n);
+  return 1;
 }
 
-/* One block of channels (small planes) or of output rows of one channel. */
+AOTC_INLINE_ALWAYS __m512 aotc_conv_flat_tap_(__m512 acc, __mmask16 m, __m512 w, __m512 x) {
+#ifdef AOTC_EXACT
+  return _mm512_mask_add_ps(acc, m, acc, _mm512_mul_ps(w, x));
+#else
+  return _mm512_mask3_fmadd_ps(w, x, acc, m);
+#endif
+}
+
+/* One channel's output plane y from its input plane. */
+AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_flat_ *f, const float *plane, const float *w,
+                                   float bias, float *y, const aotc_activation *act) {
+  const int kind = act ? (int)act->kind : (int)AOTC_ACT_NONE;
+  const int in_registers = kind == AOTC_ACT_NONE || kind == AOTC_ACT_RELU || kind == AOTC_ACT_CLIP;
+  const __m512 zero = _mm512_setzero_ps(), bv = _mm512_set1_ps(bias);
+  const __m512 lo = _mm512_set1_ps(kind == AOTC_ACT_CLIP ? act->a : 0.0f);
+  const __m512 hi = _mm512_set1_ps(kind == AOTC_ACT_CLIP ? act->b : 0.0f);
+  const float *src[9];
+  __m512 wv[9];
+  int64_t t, c;
+  for (t = 0; t < 9; t++) {
+    wv[t] = _mm512_set1_ps(w[t]);
+    src[t] = plane + f->offset[t];
+  }
+  for (c = 0; c < f->chunks; c++) {
+    const int64_t p = c * 16;
+    __m512 acc = zero;
+    for (t = 0; t < 9; t++) {
+      const __mmask16 m = f->mask[t][c];
+      acc = aotc_conv_flat_tap_(acc, m, wv[t], _mm512_maskz_loadu_ps(m, src[t] + p));
+    }
+    acc = _mm512_add_ps(acc, bv);
+    if (in_registers) {   /* as the GEMM tile's epilogue: the activations' bits, NaN included */
+      acc = AOTC_V_FINISH(acc);
+      if (kind == AOTC_ACT_RELU) acc = _mm512_max_ps(acc, zero);
+      if (kind == AOTC_ACT_CLIP) acc = _mm512_min_ps(hi, _mm512_max_ps(lo, acc));
+    }
+    _mm512_mask_storeu_ps(y + p, aotc_v_mask_(f->pixels - p), acc);
+  }
+  if (!in_registers) {
+    aotc_activation_apply(act, y, f->pixels);
+    aotc_conv_canon_(y, f->pixels);
+  }
+}
+#endif
+
+/* One block of channels (small planes, whole) or of output rows of one channel. */
 AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   const aotc_conv_direct_args_ *a = (const aotc_conv_direct_args_ *)arg;
   const aotc_conv_geom *g = a->g;
@@ -316,10 +362,12 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
     const float *wk = a->w + co * aotc_conv_volume_(g->kernel);
     float bias = a->bias ? a->bias[co] : 0.0f;
     float *yrow = a->y + channel * aotc_conv_volume_(g->out) + r0 * ow_n;
-    if (a->small_plane) {   /* the whole plane */
-      aotc_conv_plane_3x3_(g, plane, wk, bias, yrow, a->act);
+#if defined(AOTC_SGEMM_PATH_AVX512)
+    if (a->flat) {   /* the whole plane */
+      aotc_conv_flat_plane_(a->flat, plane, wk, bias, yrow, a->act);
       continue;
     }
+#endif
     for (r = r0; r < r1; r++, yrow += ow_n) {
       aotc_conv_direct_row_(g, plane, wk, bias, yrow, r / g->out[1], r % g->out[1], a->inner_lo,
                             a->inner_hi);
@@ -338,14 +386,20 @@ AOTC_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const fl
                               const aotc_activation *act) {
   aotc_conv_direct_args_ a;
   int64_t rows = g->out[0] * g->out[1], ow_n = AOTC_MAX(g->out[2], 1), unused;
+#if defined(AOTC_SGEMM_PATH_AVX512)
+  aotc_conv_flat_ flat;
+#endif
   a.g = g;
   a.x = x;
   a.w = w;
   a.bias = bias;
   a.act = act;
   a.y = y;
-  a.small_plane = aotc_conv_small_plane_(g);
-  a.rows_per_task = a.small_plane ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
+  a.flat = NULL;
+#if defined(AOTC_SGEMM_PATH_AVX512)
+  if (aotc_conv_flat_plan_(g, &flat)) a.flat = &flat;
+#endif
+  a.rows_per_task = a.flat ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
   a.row_tasks = (rows + a.rows_per_task - 1) / a.rows_per_task;
   /* planes smaller than a task: whole planes, several to a task */
   a.channels_per_task = a.row_tasks > 1 ? 1 : AOTC_MAX(1, AOTC_CONV_DIRECT_TASK / AOTC_MAX(rows * ow_n, 1));
