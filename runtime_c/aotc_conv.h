@@ -253,18 +253,24 @@ AOTC_FN void aotc_conv_direct_row_(const aotc_conv_geom *g, const float *AOTC_RE
 /* ---- 3x3 depthwise planes, AVX-512: 16 output pixels a vector ----------------------- */
 
 /* The row kernel leaves planes of 7 to 56 columns mostly to loop set-up and scalar
- * border code. Here a stride-1 conv whose output plane has the input's height and
- * width takes each channel's plane as one flat run of pixels, 16 to a vector, and each
- * of the nine taps as one masked load at a fixed offset from the pixel. A lane whose
- * tap falls in the padding is masked out of that tap's add, so every output sums the
- * same products in the same order as the row kernel (from +0, taps in (ky, kx) order,
- * then the bias) and exact mode keeps its bits. The masks depend on the shape only:
- * they are made once per call, for all channels. Relu and Clip run in registers. */
-#define AOTC_CONV_FLAT_PIXELS 4096   /* pixels of a plane, at most (larger ones go row by row) */
+ * border code, and stride 2 to per-element shuffles. Here each channel's output plane
+ * is one flat run of pixels, 16 to a vector, and each of the nine taps one masked load
+ * at a fixed offset from the pixel: at stride 1 from the input plane itself (when the
+ * output has its height and width), at stride 2 from four phase planes copied per
+ * channel, q[py][px][i][j] = x[2i + py][2j + px]. The run's rows are `width` apart:
+ * the output's width, or at stride 2 the phase planes' when that is wider (the output
+ * then goes through a buffer). A lane whose tap falls in the padding is masked out of
+ * that tap's add, so every output sums the same products in the same order as the row
+ * kernel (from +0, taps in (ky, kx) order, then the bias) and exact mode keeps its
+ * bits. The masks depend on the shape only: they are made once per call, for all
+ * channels. Relu and Clip run in registers. */
+#define AOTC_CONV_FLAT_PIXELS 4096   /* pixels of a run, at most (larger planes go row by row) */
+#define AOTC_CONV_FLAT_PHASES 4096   /* floats of the four phase planes (on the stack) */
 
 typedef struct aotc_conv_flat_ {
-  int64_t pixels, chunks;
-  int64_t offset[9];   /* of tap t's input from the output pixel */
+  int64_t stride, width, phase_rows, chunks;
+  int64_t offset[9];   /* of tap t's input from the output pixel, in its plane */
+  int phase[9];        /* tap t's phase plane at stride 2: row parity * 2 + column parity */
   __mmask16 mask[9][AOTC_CONV_FLAT_PIXELS / 16];   /* [tap][chunk]: lanes whose tap is inside */
 } aotc_conv_flat_;
 
@@ -280,25 +286,59 @@ AOTC_FN void aotc_conv_set_bits_(__mmask16 *words, int64_t lo, int64_t hi) {
 /* Plans the flat kernel for this shape; 0 when it does not apply. */
 AOTC_FN int aotc_conv_flat_plan_(const aotc_conv_geom *g, aotc_conv_flat_ *f) {
   const int64_t in_h = g->in[1], in_w = g->in[2], oh_n = g->out[1], ow_n = g->out[2];
+  const int64_t s = g->stride[2];
   int64_t t, oh;
   if (!(g->kernel[0] == 1 && g->in[0] == 1 && g->out[0] == 1 && g->kernel[1] == 3 &&
-        g->kernel[2] == 3 && g->dilation[1] == 1 && g->dilation[2] == 1 && g->stride[1] == 1 &&
-        g->stride[2] == 1 && oh_n == in_h && ow_n == in_w && oh_n * ow_n <= AOTC_CONV_FLAT_PIXELS))
+        g->kernel[2] == 3 && g->dilation[1] == 1 && g->dilation[2] == 1 && g->stride[1] == s))
     return 0;
-  f->pixels = oh_n * ow_n;
-  f->chunks = (f->pixels + 15) / 16;
+  f->stride = s;
+  if (s == 1) {
+    if (oh_n != in_h || ow_n != in_w) return 0;
+    f->width = ow_n;
+    f->phase_rows = 0;
+  } else if (s == 2) {   /* every input row and column has its place in a phase plane */
+    f->width = AOTC_MAX(ow_n, (in_w + 1) / 2);
+    f->phase_rows = AOTC_MAX(oh_n, (in_h + 1) / 2);
+    if (4 * f->phase_rows * f->width > AOTC_CONV_FLAT_PHASES) return 0;
+  } else {
+    return 0;
+  }
+  if (oh_n * f->width > AOTC_CONV_FLAT_PIXELS) return 0;
+  f->chunks = (oh_n * f->width + 15) / 16;
   for (t = 0; t < 9; t++) {
-    const int64_t ry = t / 3 - g->pad[1], rx = t % 3 - g->pad[2];   /* input - output */
+    const int64_t ry = t / 3 - g->pad[1], rx = t % 3 - g->pad[2];   /* input - s * output */
+    const int64_t py = ry & (s - 1), px = rx & (s - 1);   /* the parities at stride 2 */
     int64_t lo, hi;
-    aotc_conv_valid_range_(rx, 1, in_w, ow_n, &lo, &hi);
-    f->offset[t] = ry * ow_n + rx;
+    aotc_conv_valid_range_(rx, s, in_w, ow_n, &lo, &hi);
+    f->offset[t] = (ry - py) / s * f->width + (rx - px) / s;
+    f->phase[t] = (int)(py * 2 + px);
     memset(f->mask[t], 0, (size_t)f->chunks * sizeof(__mmask16));
     for (oh = 0; oh < oh_n; oh++) {
-      const int64_t iy = oh + ry;
-      if (iy >= 0 && iy < in_h && hi > lo) aotc_conv_set_bits_(f->mask[t], oh * ow_n + lo, oh * ow_n + hi);
+      const int64_t iy = oh * s + ry;
+      if (iy >= 0 && iy < in_h && hi > lo)
+        aotc_conv_set_bits_(f->mask[t], oh * f->width + lo, oh * f->width + hi);
     }
   }
   return 1;
+}
+
+/* The four phase planes of one stride-2 input plane, each phase_rows x width. */
+AOTC_FN void aotc_conv_phases_(const aotc_conv_geom *g, const aotc_conv_flat_ *f,
+                               const float *plane, float *q) {
+  const int64_t in_h = g->in[1], in_w = g->in[2], pw = f->width, n = f->phase_rows * pw;
+  const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  int64_t iy, j;
+  for (iy = 0; iy < in_h; iy++) {
+    const float *row = plane + iy * in_w;
+    float *even = q + (iy & 1) * 2 * n + (iy >> 1) * pw, *odd = even + n;
+    for (j = 0; j < pw; j += 16) {
+      const __m512 lo = _mm512_maskz_loadu_ps(aotc_v_mask_(in_w - 2 * j), row + 2 * j);
+      const __m512 hi = _mm512_maskz_loadu_ps(aotc_v_mask_(in_w - 2 * j - 16), row + 2 * j + 16);
+      _mm512_mask_storeu_ps(even + j, aotc_v_mask_(pw - j), _mm512_permutex2var_ps(lo, evens, hi));
+      _mm512_mask_storeu_ps(odd + j, aotc_v_mask_(pw - j), _mm512_permutex2var_ps(lo, odds, hi));
+    }
+  }
 }
 
 AOTC_INLINE_ALWAYS __m512 aotc_conv_flat_tap_(__m512 acc, __mmask16 m, __m512 w, __m512 x) {
@@ -310,8 +350,13 @@ AOTC_INLINE_ALWAYS __m512 aotc_conv_flat_tap_(__m512 acc, __mmask16 m, __m512 w,
 }
 
 /* One channel's output plane y from its input plane. */
-AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_flat_ *f, const float *plane, const float *w,
-                                   float bias, float *y, const aotc_activation *act) {
+AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_geom *g, const aotc_conv_flat_ *f,
+                                   const float *plane, const float *w, float bias, float *y,
+                                   const aotc_activation *act) {
+  float phases[AOTC_CONV_FLAT_PHASES] AOTC_ALIGNED(64);
+  float run[AOTC_CONV_FLAT_PHASES / 4] AOTC_ALIGNED(64);   /* when width > out_w */
+  const int64_t oh_n = g->out[1], ow_n = g->out[2], pixels = oh_n * f->width;
+  float *out = f->width == ow_n ? y : run;
   const int kind = act ? (int)act->kind : (int)AOTC_ACT_NONE;
   const int in_registers = kind == AOTC_ACT_NONE || kind == AOTC_ACT_RELU || kind == AOTC_ACT_CLIP;
   const __m512 zero = _mm512_setzero_ps(), bv = _mm512_set1_ps(bias);
@@ -320,9 +365,10 @@ AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_flat_ *f, const float *plane,
   const float *src[9];
   __m512 wv[9];
   int64_t t, c;
+  if (f->stride == 2) aotc_conv_phases_(g, f, plane, phases);
   for (t = 0; t < 9; t++) {
     wv[t] = _mm512_set1_ps(w[t]);
-    src[t] = plane + f->offset[t];
+    src[t] = (f->stride == 2 ? phases + f->phase[t] * f->phase_rows * f->width : plane) + f->offset[t];
   }
   for (c = 0; c < f->chunks; c++) {
     const int64_t p = c * 16;
@@ -337,11 +383,18 @@ AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_flat_ *f, const float *plane,
       if (kind == AOTC_ACT_RELU) acc = _mm512_max_ps(acc, zero);
       if (kind == AOTC_ACT_CLIP) acc = _mm512_min_ps(hi, _mm512_max_ps(lo, acc));
     }
-    _mm512_mask_storeu_ps(y + p, aotc_v_mask_(f->pixels - p), acc);
+    _mm512_mask_storeu_ps(out + p, aotc_v_mask_(pixels - p), acc);
+  }
+  if (out != y) {   /* rows width apart -> out_w apart */
+    int64_t oh, j;
+    for (oh = 0; oh < oh_n; oh++)
+      for (j = 0; j < ow_n; j += 16)
+        _mm512_mask_storeu_ps(y + oh * ow_n + j, aotc_v_mask_(ow_n - j),
+                              _mm512_maskz_loadu_ps(aotc_v_mask_(ow_n - j), run + oh * f->width + j));
   }
   if (!in_registers) {
-    aotc_activation_apply(act, y, f->pixels);
-    aotc_conv_canon_(y, f->pixels);
+    aotc_activation_apply(act, y, oh_n * ow_n);
+    aotc_conv_canon_(y, oh_n * ow_n);
   }
 }
 #endif
@@ -364,7 +417,7 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
     float *yrow = a->y + channel * aotc_conv_volume_(g->out) + r0 * ow_n;
 #if defined(AOTC_SGEMM_PATH_AVX512)
     if (a->flat) {   /* the whole plane */
-      aotc_conv_flat_plane_(a->flat, plane, wk, bias, yrow, a->act);
+      aotc_conv_flat_plane_(g, a->flat, plane, wk, bias, yrow, a->act);
       continue;
     }
 #endif

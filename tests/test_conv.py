@@ -453,18 +453,22 @@ def test_fused_conv_with_residual_matches_conv_add_relu():
 def test_avx512_depthwise_planes_run_clean_under_sanitizers(tmp_path):
     """The AVX-512 flat depthwise kernel reads each tap by a masked load that may start
     before or end past its plane (the masked lanes are never touched): clean under
-    AddressSanitizer and UBSan, with register and stored activations, odd pads, planes
-    smaller than a vector and planes too large for the flat kernel."""
+    AddressSanitizer and UBSan, with register and stored activations, odd pads, stride 2
+    (phase planes wider than the output too), planes smaller than a vector and planes
+    too large for the flat kernel."""
     from aotc import build
     if build.resolve_target("native") != "avx512":
         pytest.skip("needs a machine with AVX-512")
-    cases = [((1, 6, 3, 5), [1, 1, 1, 1], "Clip"), ((1, 6, 3, 5), [2, 0, 0, 2], "Sigmoid"),
-             ((2, 4, 9, 20), [0, 2, 2, 0], "Relu"), ((1, 2, 70, 70), [1, 1, 1, 1], "Relu")]
+    cases = [((1, 6, 3, 5), [1, 1, 1, 1], 1, "Clip"), ((1, 6, 3, 5), [2, 0, 0, 2], 1, "Sigmoid"),
+             ((2, 4, 9, 20), [0, 2, 2, 0], 1, "Relu"), ((1, 2, 70, 70), [1, 1, 1, 1], 1, "Relu"),
+             ((1, 6, 7, 9), [1, 1, 1, 1], 2, "Clip"), ((2, 3, 8, 11), [0, 0, 0, 0], 2, "Sigmoid"),
+             ((1, 2, 80, 80), [0, 0, 1, 1], 2, "Relu")]
     nodes, inits, outputs = [], {}, []
-    for i, (shape, pads, act) in enumerate(cases):
+    for i, (shape, pads, stride, act) in enumerate(cases):
         c = shape[1]
         inits[f"w{i}"], inits[f"b{i}"] = random((c, 1, 3, 3), seed=i), random((c,), seed=10 + i)
-        nodes += [helper.make_node("Conv", [f"x{i}", f"w{i}", f"b{i}"], [f"c{i}"], group=c, pads=pads),
+        nodes += [helper.make_node("Conv", [f"x{i}", f"w{i}", f"b{i}"], [f"c{i}"], group=c, pads=pads,
+                                   strides=[stride, stride]),
                   helper.make_node(act, [f"c{i}"], [f"y{i}"])]
         outputs.append((f"y{i}", np.float32, None))
     model = make_model(nodes, [(f"x{i}", np.float32, case[0]) for i, case in enumerate(cases)], outputs, inits)
@@ -487,7 +491,9 @@ def test_exact_mode_gives_the_same_bits_on_every_path_with_canonical_nans():
              ((8, 1, 5, 3), dict(group=8, pads=[2, 1, 2, 1])),
              ((6, 8, 1, 1), {}), ((5, 8, 3, 2), dict(pads=[1, 0, 1, 1])),
              ((70, 8, 3, 3), dict(pads=[1, 1, 1, 1], strides=[4, 4])),
-             ((8, 1, 3, 3), dict(group=8, pads=[2, 0, 0, 2]))]
+             ((8, 1, 3, 3), dict(group=8, pads=[2, 0, 0, 2])),
+             ((8, 1, 3, 3), dict(group=8, pads=[1, 1, 1, 1], strides=[2, 2])),
+             ((8, 1, 3, 3), dict(group=8, strides=[2, 2]))]
     nodes, inits, outputs = [], {}, []
     for i, (w_shape, attrs) in enumerate(convs):
         inits[f"w{i}"] = random(w_shape, seed=10 + i, low=0.1, high=0.5)
