@@ -765,23 +765,92 @@ AOTC_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g, const 
  * runs the other way round: rows are output pixels, columns output channels, so the
  * weights are the GEMM's B operand and come packed from compile time (or, for run-time
  * weights, W [Cout_g, K] is B stored transposed). Pixels are cut into tiles; a tile's
- * unfolded input is [K, tile] (the GEMM's A, read transposed; a 1x1 stride-1 unpadded
- * conv reads X itself), its product [tile, Cout_g] lands in scratch with bias and
- * activation applied, and is stored transposed into Y (NCHW), adding the residual
- * first when there is one (then the activation runs at the store, after the add). */
+ * input is unfolded straight into the GEMM's packed-A layout (a 1x1 stride-1 unpadded
+ * conv reads X itself as A transposed), its product [tile, Cout_g] lands in scratch
+ * with bias and activation applied, and is stored transposed into Y (NCHW), adding the
+ * residual first when there is one (then the activation runs at the store, after the
+ * add). */
 
 typedef struct {
   const aotc_conv_geom *g;
   const float *x;          /* first input channel of this image and group */
-  float *unfold;           /* [K, cols] */
-  int64_t first, cols, rows_per_task, k;
+  float *packed;           /* the unfolded tile [cols, K] as the GEMM's packed A */
+  int64_t first, cols, k, panels;
 } aotc_conv_unfold_args_;
 
+/* A panel's pixels cut where output rows end: at most this many runs (1-pixel rows). */
+#define AOTC_CONV_PANEL_RUNS AOTC_SGEMM_MR
+
+/* For each of `count` input channels (in_plane apart in src, dst_step apart in dst):
+ * dst[i] = src[i * sw] for i < n, 0 for the lanes i outside [lo, hi) (the padding). */
+AOTC_FN void aotc_conv_unfold_runs_(float *AOTC_RESTRICT dst, int64_t dst_step,
+                                    const float *AOTC_RESTRICT src, int64_t in_plane,
+                                    int64_t count, int64_t sw, int64_t n, int64_t lo, int64_t hi) {
+  int64_t c, i;
+#if defined(AOTC_SGEMM_PATH_AVX512)
+  if (n <= 16 && sw <= 2) {   /* one masked vector each (stride 2: even lanes of two) */
+    const __mmask16 inside = (__mmask16)(aotc_v_mask_(hi) & ~aotc_v_mask_(lo)), out = aotc_v_mask_(n);
+    if (sw == 1) {
+      for (c = 0; c < count; c++, src += in_plane, dst += dst_step)
+        _mm512_mask_storeu_ps(dst, out, _mm512_maskz_loadu_ps(inside, src));
+    } else {
+      const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+      const __mmask16 inside_lo = (__mmask16)(aotc_v_mask_(2 * hi - 1) & ~aotc_v_mask_(2 * lo));
+      const __mmask16 inside_hi = (__mmask16)(aotc_v_mask_(2 * hi - 17) & ~aotc_v_mask_(2 * lo - 16));
+      for (c = 0; c < count; c++, src += in_plane, dst += dst_step)
+        _mm512_mask_storeu_ps(dst, out, _mm512_maskz_mov_ps(inside, _mm512_permutex2var_ps(
+                                  _mm512_maskz_loadu_ps(inside_lo, src), evens,
+                                  _mm512_maskz_loadu_ps(inside_hi, src + 16))));
+    }
+    return;
+  }
+#endif
+  for (c = 0; c < count; c++, src += in_plane, dst += dst_step)
+    for (i = 0; i < n; i++) dst[i] = i >= lo && i < hi ? src[i * sw] : 0.0f;
+}
+
+/* Row panel `t % panels` of K-block `t / panels` of the packed A: rows k = (input
+ * channel, kz, ky, kx) of the unfolded matrix over the panel's (at most AOTC_SGEMM_MR)
+ * pixels, with the padding as zeros. The pixels are cut into runs along output rows;
+ * for each run and tap, the block's rows of that tap (one per input channel) are one
+ * strided loop of copies with the same mask. */
 AOTC_FN void aotc_conv_unfold_task_(void *arg, int64_t t) {
   const aotc_conv_unfold_args_ *a = (const aotc_conv_unfold_args_ *)arg;
-  int64_t r0 = t * a->rows_per_task, r1 = AOTC_MIN(r0 + a->rows_per_task, a->k), r;
-  for (r = r0; r < r1; r++)
-    aotc_conv_unfold_(a->g, a->x, r, a->first, a->first + a->cols, a->unfold + r * a->cols);
+  const aotc_conv_geom *g = a->g;
+  const int64_t pc = t / a->panels * AOTC_SGEMM_KC, kc = AOTC_MIN(AOTC_SGEMM_KC, a->k - pc);
+  const int64_t ow_n = g->out[2], sw = g->stride[2];
+  const int64_t kvol = aotc_conv_volume_(g->kernel), in_plane = aotc_conv_volume_(g->in);
+  int64_t start, rows, p, end, tap;
+  float *panel;
+  aotc_sgemm_panel_(a->cols, t % a->panels, &start, &rows);
+  panel = a->packed + aotc_sgemm_a_panel_(a->cols, a->k, pc, start);
+  for (p = a->first + start, end = p + rows; p < end;) {   /* one run: pixels [p, p + n) */
+    const int64_t row = p / ow_n, ow0 = p % ow_n, n = AOTC_MIN(ow_n - ow0, end - p);
+    const int64_t oz = row / g->out[1], oy = row % g->out[1];
+    float *run = panel + (p - a->first - start);
+    for (tap = 0; tap < kvol; tap++) {
+      const int64_t kz = tap / (g->kernel[1] * g->kernel[2]), ky = tap / g->kernel[2] % g->kernel[1];
+      const int64_t kx = tap % g->kernel[2];
+      const int64_t iz = oz * g->stride[0] - g->pad[0] + kz * g->dilation[0];
+      const int64_t iy = oy * g->stride[1] - g->pad[1] + ky * g->dilation[1];
+      const int64_t offset = kx * g->dilation[2] - g->pad[2];
+      /* the block's rows of this tap: input channels [c0, c1) */
+      const int64_t c0 = aotc_conv_first_at_least_(tap, kvol, pc);
+      const int64_t c1 = aotc_conv_first_at_least_(tap, kvol, pc + kc);
+      float *dst = run + (c0 * kvol + tap - pc) * rows;
+      const float *src = a->x + c0 * in_plane;   /* read nowhere when the run is padding */
+      int64_t lo = 0, hi = 0;
+      if (c1 <= c0) continue;
+      if (iz >= 0 && iz < g->in[0] && iy >= 0 && iy < g->in[1]) {
+        aotc_conv_valid_range_(offset, sw, g->in[2], ow_n, &lo, &hi);
+        lo = AOTC_MIN(AOTC_MAX(lo - ow0, 0), n);
+        hi = AOTC_MAX(AOTC_MIN(hi - ow0, n), lo);
+        src += (iz * g->in[1] + iy) * g->in[2] + ow0 * sw + offset;
+      }
+      aotc_conv_unfold_runs_(dst, kvol * rows, src, in_plane, c1 - c0, sw, n, lo, hi);
+    }
+    p += n;
+  }
 }
 
 typedef struct {
@@ -824,10 +893,11 @@ AOTC_FN int aotc_conv_rows_reads_x_(const aotc_conv_geom *g) {
 
 AOTC_FN size_t aotc_conv_round64_(size_t n) { return (n + 63u) / 64u * 64u; }
 
-/* Scratch, in order: the product tile [tile, Cout_g]; the unfolded tile [K, tile]
- * (none when X is read itself); the GEMM's own scratch
- * (aotc_sgemm_packed_scratch_bytes(tile, Cout_g, K), or aotc_sgemm_scratch_bytes for
- * run-time weights); each 64-byte aligned. `w_packed`: w is W^T [K, Cout_g] per group
+/* Scratch, in order: the product tile [tile, Cout_g]; the unfolded tile, K * tile
+ * floats (none when X is read itself); the GEMM's own scratch (when X is read itself:
+ * aotc_sgemm_packed_scratch_bytes(tile, Cout_g, K), or aotc_sgemm_scratch_bytes for
+ * run-time weights; otherwise, A coming packed, only the latter's packed B for run-time
+ * weights); each 64-byte aligned. `w_packed`: w is W^T [K, Cout_g] per group
  * in the packed-B layout (aotc_sgemm_packed_b_floats apart); otherwise w is the ONNX
  * weight tensor. `residual`: NULL, or a tensor shaped as y added before `act`. */
 AOTC_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int64_t tile,
@@ -847,7 +917,6 @@ AOTC_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int64_t ti
   aotc_conv_store_args_ s;
   u.g = g;
   u.k = k;
-  u.rows_per_task = AOTC_MAX(1, 16384 / tile);   /* about 64 KiB of unfolded rows */
   s.c = ctile;
   s.channels = g->cout_g;
   s.pixels = out_px;
@@ -859,25 +928,24 @@ AOTC_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int64_t ti
       int64_t yoff = (n * cout + grp * g->cout_g) * out_px, first;
       for (first = 0; first < out_px; first += tile) {
         int64_t cols = AOTC_MIN(tile, out_px - first);
-        const float *a = xg + first;
-        int64_t lda = in_px;
+        const float *wg = w + grp * (w_packed ? aotc_sgemm_packed_b_floats(g->cout_g, k) : g->cout_g * k);
         if (!reads_x) {
           u.x = xg;
-          u.unfold = unfold;
+          u.packed = unfold;
           u.first = first;
           u.cols = cols;
-          aotc_parallel_for(pool, (k + u.rows_per_task - 1) / u.rows_per_task,
-                            aotc_conv_unfold_task_, &u);
-          a = unfold;
-          lda = cols;
-        }
-        if (w_packed)
-          aotc_sgemm_packed_act(pool, cols, g->cout_g, k, a, lda, 1,
-                                w + grp * aotc_sgemm_packed_b_floats(g->cout_g, k), ctile,
+          u.panels = aotc_sgemm_panels_(cols);
+          aotc_parallel_for(pool, aotc_sgemm_div_up_(k, AOTC_SGEMM_KC) * u.panels, aotc_conv_unfold_task_, &u);
+          aotc_sgemm_packed_a_act(pool, cols, g->cout_g, k, unfold, w_packed ? NULL : wg, k, 1,
+                                  w_packed ? wg : NULL, ctile, g->cout_g, NULL, bg,
+                                  residual ? NULL : act, gemm_scratch);
+        } else if (w_packed) {
+          aotc_sgemm_packed_act(pool, cols, g->cout_g, k, xg + first, in_px, 1, wg, ctile,
                                 g->cout_g, NULL, bg, residual ? NULL : act, gemm_scratch);
-        else
-          aotc_sgemm_act(pool, cols, g->cout_g, k, a, lda, 1, w + grp * g->cout_g * k, k, 1,
+        } else {
+          aotc_sgemm_act(pool, cols, g->cout_g, k, xg + first, in_px, 1, wg, k, 1,
                          ctile, g->cout_g, NULL, bg, residual ? NULL : act, gemm_scratch);
+        }
         s.cols = cols;
         s.y = y + yoff + first;
         s.residual = residual ? residual + yoff + first : NULL;

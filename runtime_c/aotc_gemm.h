@@ -149,6 +149,13 @@ AOTC_FN void aotc_sgemm_panel_(int64_t M, int64_t p, int64_t *start, int64_t *ro
   *rows = p == full - 1 ? half : AOTC_SGEMM_MR + rem - half;
 }
 
+/* Packed A (M x K): K-blocks of AOTC_SGEMM_KC columns, each the row panels of
+ * aotc_sgemm_panel_ in order, a panel k-major ([kc][rows]). Where the panel that starts
+ * at row i0 of the K-block at column pc begins: */
+AOTC_FN int64_t aotc_sgemm_a_panel_(int64_t M, int64_t K, int64_t pc, int64_t i0) {
+  return pc * M + i0 * AOTC_MIN(AOTC_SGEMM_KC, K - pc);
+}
+
 /* ---- the driver ---------------------------------------------------------------- */
 
 typedef struct {
@@ -159,7 +166,9 @@ typedef struct {
   aotc_sgemm_epilogue_ ep;      /* the tiles' activation (aotc_sgemm_epilogue_init_) */
   const aotc_activation *act_after;   /* what the tiles leave for after the store */
   int trans_a, trans_b;
-  float *C, *pa;       /* pa: packed A (scratch), NULL when A is read in place */
+  float *C;
+  const float *pa;     /* packed A (scratch or the caller's), NULL when A is read in place */
+  float *pa_out;       /* where to pack A, NULL when A comes packed or is read in place */
   const float *pb;     /* packed B (scratch or compile time) */
   float *pb_out;       /* where to pack B, NULL when B comes packed */
   int b_in_place;      /* full strips read from B itself (aotc_sgemm_reads_b_in_place_) */
@@ -193,12 +202,13 @@ AOTC_FN int64_t aotc_sgemm_packed_strips_(const aotc_sgemm_job_ *j) {
 /* Packing tasks: one per (K-block, panel) of A, then one per (K-block, packed strip) of B. */
 AOTC_FN void aotc_sgemm_pack_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = (const aotc_sgemm_job_ *)arg;
-  int64_t a_tasks = j->pa ? j->kblocks * j->panels : 0;
+  int64_t a_tasks = j->pa_out ? j->kblocks * j->panels : 0;
   if (t < a_tasks) {
     int64_t pc = t / j->panels * AOTC_SGEMM_KC, i0, rows;
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     aotc_sgemm_panel_(j->M, t % j->panels, &i0, &rows);
-    aotc_sgemm_pack_a_panel_(j->pa + pc * j->M + i0 * kc, j->A, j->lda, j->trans_a, pc, kc, i0, rows);
+    aotc_sgemm_pack_a_panel_(j->pa_out + aotc_sgemm_a_panel_(j->M, j->K, pc, i0), j->A, j->lda,
+                             j->trans_a, pc, kc, i0, rows);
   } else {
     int64_t packed = aotc_sgemm_packed_strips_(j), u = t - a_tasks;
     int64_t pc = u / packed * AOTC_SGEMM_KC, s = j->strips - packed + u % packed;
@@ -228,7 +238,7 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
       aotc_sgemm_panel_(j->M, p, &i, &rows);
       tile = aotc_sgemm_tile_for_(rows);
       if (j->pa) {
-        a = j->pa + pc * j->M + i * kc, ars = 1, aks = rows;
+        a = j->pa + aotc_sgemm_a_panel_(j->M, j->K, pc, i), ars = 1, aks = rows;
       } else if (j->trans_a) {
         a = j->A + pc * j->lda + i, ars = 1, aks = j->lda;
       } else {
@@ -329,14 +339,19 @@ AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
   j->ntasks_n = aotc_sgemm_div_up_(j->strips, j->strips_per_task);
 }
 
-/* The common driver: packed_b is B already packed (then B/ldb/trans_b are unused). */
+/* The common driver: packed_a / packed_b are A / B already packed (then A/lda/trans_a
+ * or B/ldb/trans_b are unused). */
 AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                             const float *A, int64_t lda, int trans_a,
+                             const float *A, int64_t lda, int trans_a, const float *packed_a,
                              const float *B, int64_t ldb, int trans_b, const float *packed_b,
                              float *C, int64_t ldc, const float *bias_m, const float *bias_n,
                              const aotc_activation *act, unsigned char *scratch) {
   aotc_sgemm_job_ j;
   if (M <= 0 || N <= 0) return;
+  if (packed_a && M == 1) {   /* one row packed is the row itself */
+    A = packed_a, lda = K, trans_a = 0;
+    packed_a = NULL;
+  }
   if (K <= 0) {
     int64_t i, c;
     for (i = 0; i < M; i++)
@@ -350,8 +365,8 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
     return;
   }
   /* A single column of C (contiguous) is a row of C^T = B^T A^T: the M = 1 path. */
-  if (N == 1 && M > 1 && ldc == 1 && !packed_b) {
-    aotc_sgemm_run_(pool, 1, M, K, B, ldb, !trans_b, A, lda, !trans_a, NULL, C, 1,
+  if (N == 1 && M > 1 && ldc == 1 && !packed_b && !packed_a) {
+    aotc_sgemm_run_(pool, 1, M, K, B, ldb, !trans_b, NULL, A, lda, !trans_a, NULL, C, 1,
                     bias_n, bias_m, act, scratch);
     return;
   }
@@ -364,14 +379,15 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   j.strips = aotc_sgemm_div_up_(N, AOTC_SGEMM_NR);
   j.kblocks = aotc_sgemm_div_up_(K, AOTC_SGEMM_KC);
   j.pb = packed_b;
-  if (aotc_sgemm_packs_a_(M, N, lda, trans_a)) j.pa = (float *)(void *)scratch;
+  if (packed_a) j.pa = packed_a;
+  else if (aotc_sgemm_packs_a_(M, N, lda, trans_a)) j.pa = j.pa_out = (float *)(void *)scratch;
   if (!packed_b && (M > 1 || trans_b)) {
-    j.pb_out = (float *)(void *)(scratch + aotc_sgemm_packed_scratch_bytes(M, N, K));
+    j.pb_out = (float *)(void *)(scratch + (packed_a ? 0 : aotc_sgemm_packed_scratch_bytes(M, N, K)));
     j.pb = j.pb_out;
     j.b_in_place = M > 1 && aotc_sgemm_reads_b_in_place_(ldb, trans_b);
   }
-  if (j.pa || aotc_sgemm_packed_strips_(&j))
-    aotc_parallel_for(pool, (j.pa ? j.kblocks * j.panels : 0) + j.kblocks * aotc_sgemm_packed_strips_(&j),
+  if (j.pa_out || aotc_sgemm_packed_strips_(&j))
+    aotc_parallel_for(pool, (j.pa_out ? j.kblocks * j.panels : 0) + j.kblocks * aotc_sgemm_packed_strips_(&j),
                       aotc_sgemm_pack_task_, &j);
   if (M == 1) {
     int64_t width = j.pb ? AOTC_SGEMV_NC : AOTC_SGEMV_ROWS_NC;
@@ -394,7 +410,7 @@ AOTC_FN void aotc_sgemm(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                         float *C, int64_t ldc,
                         const float *bias_m, const float *bias_n,
                         unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, B, ldb, trans_b, NULL, C, ldc,
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, B, ldb, trans_b, NULL, C, ldc,
                   bias_m, bias_n, NULL, scratch);
 }
 
@@ -406,7 +422,7 @@ AOTC_FN void aotc_sgemm_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                             float *C, int64_t ldc,
                             const float *bias_m, const float *bias_n,
                             const aotc_activation *act, unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, B, ldb, trans_b, NULL, C, ldc,
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, B, ldb, trans_b, NULL, C, ldc,
                   bias_m, bias_n, act, scratch);
 }
 
@@ -418,7 +434,7 @@ AOTC_FN void aotc_sgemm_packed(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                                float *C, int64_t ldc,
                                const float *bias_m, const float *bias_n,
                                unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, 0, 0, packed_b, C, ldc,
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, 0, 0, packed_b, C, ldc,
                   bias_m, bias_n, NULL, scratch);
 }
 
@@ -428,7 +444,21 @@ AOTC_FN void aotc_sgemm_packed_act(aotc_pool *pool, int64_t M, int64_t N, int64_
                                    const float *packed_b, float *C, int64_t ldc,
                                    const float *bias_m, const float *bias_n,
                                    const aotc_activation *act, unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, 0, 0, packed_b, C, ldc,
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, 0, 0, packed_b, C, ldc,
+                  bias_m, bias_n, act, scratch);
+}
+
+/* aotc_sgemm_act with A already packed (aotc_sgemm_a_panel_'s layout: a caller that
+ * builds A, such as an unfolding conv, writes it there directly) and B packed or not
+ * (packed_b NULL: B, ldb, trans_b as for aotc_sgemm). `scratch` holds at least
+ * aotc_sgemm_scratch_bytes(M, N, K) - aotc_sgemm_packed_scratch_bytes(M, N, K) bytes
+ * (none for a packed B), 64-byte aligned. The same bits as the unpacked A. */
+AOTC_FN void aotc_sgemm_packed_a_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                     const float *packed_a, const float *B, int64_t ldb, int trans_b,
+                                     const float *packed_b, float *C, int64_t ldc,
+                                     const float *bias_m, const float *bias_n,
+                                     const aotc_activation *act, unsigned char *scratch) {
+  aotc_sgemm_run_(pool, M, N, K, NULL, 0, 0, packed_a, B, ldb, trans_b, packed_b, C, ldc,
                   bias_m, bias_n, act, scratch);
 }
 

@@ -217,6 +217,8 @@ def test_rows_kernel_pointwise_strided_grouped_and_batched():
 def test_rows_kernel_cut_into_ragged_pixel_tiles():
     # K = 256 * 9 per pixel: the 28x28 output is cut into tiles, the last one ragged
     check((1, 256, 28, 28), (16, 256, 3, 3), pads=[1, 1, 1, 1])
+    # 16 pixels: two GEMM row panels of 8 (a 14-row panel and a 2-row one, evened out)
+    check((1, 64, 4, 4), (8, 64, 3, 3), pads=[1, 1, 1, 1])
 
 
 def test_rows_kernel_with_run_time_weights():
@@ -450,29 +452,32 @@ def test_fused_conv_with_residual_matches_conv_add_relu():
         aotc.compile(bad)
 
 
-def test_avx512_depthwise_planes_run_clean_under_sanitizers(tmp_path):
-    """The AVX-512 flat depthwise kernel reads each tap by a masked load that may start
-    before or end past its plane (the masked lanes are never touched): clean under
-    AddressSanitizer and UBSan, with register and stored activations, odd pads, stride 2
-    (phase planes wider than the output too), planes smaller than a vector and planes
-    too large for the flat kernel."""
+def test_avx512_kernels_run_clean_under_sanitizers(tmp_path):
+    """The AVX-512 kernels that read by masked loads which may start before or end past
+    a row or plane (the masked lanes are never touched): the flat depthwise one (register
+    and stored activations, odd pads, stride 2 with phase planes wider than the output
+    too, planes smaller than a vector and planes too large for it) and the rows kernel's
+    unfolding (stride 1 and 2, padded rows and columns), clean under AddressSanitizer and
+    UBSan. The other sanitizer tests build the generic path."""
     from aotc import build
     if build.resolve_target("native") != "avx512":
         pytest.skip("needs a machine with AVX-512")
-    cases = [((1, 6, 3, 5), [1, 1, 1, 1], 1, "Clip"), ((1, 6, 3, 5), [2, 0, 0, 2], 1, "Sigmoid"),
-             ((2, 4, 9, 20), [0, 2, 2, 0], 1, "Relu"), ((1, 2, 70, 70), [1, 1, 1, 1], 1, "Relu"),
-             ((1, 6, 7, 9), [1, 1, 1, 1], 2, "Clip"), ((2, 3, 8, 11), [0, 0, 0, 0], 2, "Sigmoid"),
-             ((1, 2, 80, 80), [0, 0, 1, 1], 2, "Relu")]
+    depthwise = [((1, 6, 3, 5), [1, 1, 1, 1], 1, "Clip"), ((1, 6, 3, 5), [2, 0, 0, 2], 1, "Sigmoid"),
+                 ((2, 4, 9, 20), [0, 2, 2, 0], 1, "Relu"), ((1, 2, 70, 70), [1, 1, 1, 1], 1, "Relu"),
+                 ((1, 6, 7, 9), [1, 1, 1, 1], 2, "Clip"), ((2, 3, 8, 11), [0, 0, 0, 0], 2, "Sigmoid"),
+                 ((1, 2, 80, 80), [0, 0, 1, 1], 2, "Relu")]
+    cases = [(x, (x[1], 1, 3, 3), dict(group=x[1], pads=p, strides=[s, s]), act) for x, p, s, act in depthwise]
+    cases += [((1, 64, 5, 6), (16, 64, 3, 3), dict(pads=[1, 1, 1, 1]), "Relu"),          # rows
+              ((1, 64, 7, 7), (8, 64, 3, 3), dict(pads=[1, 0, 0, 1], strides=[2, 2]), "Tanh")]
     nodes, inits, outputs = [], {}, []
-    for i, (shape, pads, stride, act) in enumerate(cases):
-        c = shape[1]
-        inits[f"w{i}"], inits[f"b{i}"] = random((c, 1, 3, 3), seed=i), random((c,), seed=10 + i)
-        nodes += [helper.make_node("Conv", [f"x{i}", f"w{i}", f"b{i}"], [f"c{i}"], group=c, pads=pads,
-                                   strides=[stride, stride]),
+    for i, (x_shape, w_shape, attrs, act) in enumerate(cases):
+        inits[f"w{i}"], inits[f"b{i}"] = random(w_shape, seed=i), random((w_shape[0],), seed=10 + i)
+        nodes += [helper.make_node("Conv", [f"x{i}", f"w{i}", f"b{i}"], [f"c{i}"], **attrs),
                   helper.make_node(act, [f"c{i}"], [f"y{i}"])]
         outputs.append((f"y{i}", np.float32, None))
     model = make_model(nodes, [(f"x{i}", np.float32, case[0]) for i, case in enumerate(cases)], outputs, inits)
-    sess = aotc.compile(model, out_dir=tmp_path, name="dwsan")
+    sess = aotc.compile(model, out_dir=tmp_path, name="avx512san")
+    assert "aotc_conv_rows(" in (tmp_path / "avx512san.c").read_text()
     flags = [f for f in build.c_flags("avx512", "fast") if not f.startswith("-O")]
     assert run_sanitized(tmp_path, sess.name, flags).split()[0] == "y0"
 

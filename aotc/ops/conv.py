@@ -305,8 +305,11 @@ def _f32_scratch(ctx, g):
     if kind == "rows":
         tile = g.row_tile()
         gemm = sgemm_packed_scratch_bytes if _weights_const(ctx) else sgemm_scratch_bytes
+        gemm_bytes = gemm(tile, g.cout_g, g.k)
+        if not g.reads_x:   # the unfolded tile is the GEMM's packed A: none of its own
+            gemm_bytes -= sgemm_packed_scratch_bytes(tile, g.cout_g, g.k)
         return (_align(4 * tile * g.cout_g) + (0 if g.reads_x else _align(4 * g.k * tile))
-                + gemm(tile, g.cout_g, g.k))
+                + gemm_bytes)
     if kind == "pointwise":
         return sgemm_scratch_bytes(g.cout_g, g.out_pixels, g.cin_g)
     if kind == "implicit":
