@@ -14,6 +14,7 @@
 
 #include "aotc_base.h"
 #include "aotc_half.h"
+#include "aotc_threads.h"
 
 #define AOTC_CT_float float
 #define AOTC_LD_float(v) (v)
@@ -87,6 +88,35 @@ AOTC_FN double aotc_fmod_floor_f64(double a, double b) {
   double r = fmod(a, b);
   if (r == 0) return copysign(0.0, b);
   return ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+/* Large element-wise loops over operands of the output's shape run on the thread pool:
+ * the generated code puts the node's loop (one of the macros below, over elements
+ * [t * AOTC_EW_TASK, ...)) in a task function of its own and hands it the operands
+ * here. The pieces depend on the size only, and every element's expression is the
+ * one the loop would compute inline: the same bits at any thread count. */
+#define AOTC_EW_TASK 16384   /* elements per task */
+
+typedef struct {
+  void *y;
+  const void *a, *b;   /* b: NULL for a unary loop */
+  int64_t n;
+} aotc_ew_range;
+
+/* The elements [first, first + *count) of task t. */
+AOTC_FN int64_t aotc_ew_first(const aotc_ew_range *r, int64_t t, int64_t *count) {
+  *count = AOTC_MIN(AOTC_EW_TASK, r->n - t * AOTC_EW_TASK);
+  return t * AOTC_EW_TASK;
+}
+
+AOTC_FN void aotc_ew_parallel(aotc_pool *pool, aotc_task_fn task, void *y, const void *a,
+                              const void *b, int64_t n) {
+  aotc_ew_range r;
+  r.y = y;
+  r.a = a;
+  r.b = b;
+  r.n = n;
+  aotc_parallel_for(pool, (n + AOTC_EW_TASK - 1) / AOTC_EW_TASK, task, &r);
 }
 
 /* y[i] = EXPR for i in [0, n), where EXPR reads X (= x[i] in its compute type). */

@@ -409,6 +409,29 @@ def _half_model():
                       {"c": np.array([-70000, 65504, 6e-8, np.nan, -0.0, 2.5], np.float32).astype(F16)}, opset=13)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, F16, np.int32])
+def test_large_loops_run_on_the_pool_with_the_bits_of_one_thread(tmp_path, dtype):
+    """Element-wise loops of two or more pool tasks over operands of the output's shape
+    (not broadcasts) run in tasks of aotc_ew_parallel: the same values as the
+    reference and the same bits at 1 and 2 threads, ragged last task included."""
+    shape = (3, 40, 33, 17)   # 67,320 elements: four full tasks and a ragged one
+    n = helper.make_node
+    model = make_model([n("Add", ["a", "b"], ["s"]), n("Abs", ["s"], ["y"]),
+                        n("Mul", ["a", "c"], ["z"])],    # broadcast: one inline loop
+                       [("a", dtype, shape), ("b", dtype, shape), ("c", dtype, (1, 40, 1, 1))],
+                       [("y", dtype, None), ("z", dtype, None)])
+    feeds = {k: random(s, seed=i, low=-9, high=9).astype(dtype)
+             for i, (k, s) in enumerate([("a", shape), ("b", shape), ("c", (1, 40, 1, 1))])}
+    one = aotc.compile(model, threads=1, out_dir=tmp_path, name="ew").run(feeds)
+    assert (tmp_path / "ew.c").read_text().count("aotc_ew_parallel(") == 2
+    two = aotc.compile(model, threads=2).run(feeds)
+    want, _ = reference(model, feeds)
+    for name in ("y", "z"):
+        assert one[name].tobytes() == two[name].tobytes(), name
+        np.testing.assert_allclose(one[name].astype(np.float64), want[name].astype(np.float64),
+                                   *TOLERANCE.get(np.dtype(dtype), (0, 0)))
+
+
 @pytest.mark.skipif(CC is None, reason="no C compiler")
 @pytest.mark.parametrize("build", [_edge_case_model, _half_model], ids=["int_edges", "half"])
 def test_generated_c_is_warning_free_and_clean_under_sanitizers(tmp_path, build):

@@ -27,6 +27,7 @@ class _Emitter:
     def __init__(self, plan, name):
         self.plan, self.name = plan, name
         self.blob = WeightsBlob()
+        self.functions = []   # file-scope task functions the steps asked for
 
     def pointer(self, v, const):
         """C expression of a pointer to value v's first element."""
@@ -46,6 +47,12 @@ class _Emitter:
         offset = self.blob.add(array)
         return f"((const {dtypes.c_type(array.dtype)} *)({self.name}_weights + {offset}))"
 
+    def task_function(self, body):
+        name = f"{self.name}_task{len(self.functions)}"
+        self.functions.append(f"static void {name}(void *arg, int64_t t) {{\n"
+                              + "".join(f"  {line}\n" for line in body) + "}")
+        return name
+
     def step_code(self, step, exact):
         # Pointers are made on request: a constant the operator replaces (e.g. a weight
         # it packs through ctx.const) must not also land in the blob as it was.
@@ -57,6 +64,7 @@ class _Emitter:
         scratch = f"(ws + {step.scratch_offset})" if step.scratch_bytes else "NULL"
         ctx = EmitContext(step.ctx, x, y, self.add_const, scratch, f"&{self.name}_pool", exact)
         ctx.dims = lambda k: _dims_pointer(step, k)
+        ctx.task_function = self.task_function
         try:
             return step.op.emit(ctx)
         except AotcError:
@@ -114,8 +122,9 @@ def generate(plan, name, out_dir, target, weights_form="incbin"):
         "outputs": outputs,
         "workspace_bytes": plan.workspace_bytes, "weights_bytes": emitter.blob.padded_size(),
         "weights_form": weights_form, "target": target, "exact": exact,
+        "functions": emitter.functions,
         "runtime_headers": runtime_headers.headers_for(
-            "\n".join(line for step in steps for line in step["lines"])),
+            "\n".join([line for step in steps for line in step["lines"]] + emitter.functions)),
     }
     env = _environment()
     os.makedirs(out_dir, exist_ok=True)

@@ -140,6 +140,8 @@ class EmitContext(OpContext):
     pool: the thread-pool expression to pass to parallel kernels.
     dims(k): for an output whose shape depends on the data, a C `int64_t *` where the
         node stores its actual shape; None for other outputs.
+    task_function(body): defines `static void NAME(void *arg, int64_t t) { body }` at
+        file scope (for aotc_parallel_for) and returns NAME.
     """
 
     def __init__(self, op_ctx, x_pointer, y_pointer, add_const, scratch, pool, exact):
@@ -150,6 +152,7 @@ class EmitContext(OpContext):
         self.pool = pool
         self.exact = exact
         self.dims = lambda k: None
+        self.task_function = None
 
     def x(self, i):
         return self._x(i)

@@ -14,7 +14,8 @@ import numpy as np
 from .. import dtypes
 from .base import OpDef, TensorType, broadcast_shapes
 from .broadcast import loop_args
-from .unary import canonical_nan, in_compute_types, math_fn, saturate, to_dtype
+from .unary import (canonical_nan, in_compute_types, math_fn, parallel_loop, parallel_loop_call, saturate,
+                    to_dtype)
 
 INTS, SIGNED_INTS, UNSIGNED_INTS = dtypes.INTS, dtypes.SIGNED_INTS, dtypes.UNSIGNED_INTS
 
@@ -210,8 +211,16 @@ def _binary(op_type):
         y = ctx.outputs[0]
         if y.numel == 0:
             return ""
-        args = [_ct(y.dtype), _ct(a.dtype), _ct(b.dtype), ctx.y(0), ctx.x(0), ctx.x(1)] + \
-            loop_args(ctx, [0, 1]) + [canonical_nan(y.dtype, row.c(ctx, np.dtype(a.dtype)))]
+        types = [_ct(y.dtype), _ct(a.dtype), _ct(b.dtype)]
+        expr = canonical_nan(y.dtype, row.c(ctx, np.dtype(a.dtype)))
+        if parallel_loop(ctx, [a, b]):
+            c_types = [dtypes.c_type(v.dtype) for v in (y, a, b)]
+            pointers = [f"({c_types[0]} *)r->y + first", f"(const {c_types[1]} *)r->a + first",
+                        f"(const {c_types[2]} *)r->b + first"]
+            flat = ["1", "((const int64_t[]){count})", "((const int64_t[]){1})", "((const int64_t[]){1})"]
+            return parallel_loop_call(ctx, [f"AOTC_BINARY({', '.join(types + pointers + flat + [expr])});"],
+                                      [ctx.x(0), ctx.x(1)])
+        args = types + [ctx.y(0), ctx.x(0), ctx.x(1)] + loop_args(ctx, [0, 1]) + [expr]
         return f"AOTC_BINARY({', '.join(args)});"
 
     return OpDef(op_type, infer, emit, evaluate, since=row.since, supports_exact=row.exact,

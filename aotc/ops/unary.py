@@ -97,12 +97,38 @@ def input_dtype(ctx, i=0):
 
 
 def unary_loop(ctx, expr, i=0):
-    """AOTC_UNARY over input i with this expression, writing output 0."""
-    y = ctx.outputs[0]
+    """AOTC_UNARY over input i with this expression, writing output 0 (on the thread
+    pool when large: see parallel_loop)."""
+    y, x = ctx.outputs[0], ctx.inputs[i]
     if y.numel == 0:
         return ""
-    return (f"AOTC_UNARY({dtypes.c_kernel_type(y.dtype)}, {dtypes.c_kernel_type(ctx.inputs[i].dtype)}, "
-            f"{ctx.y(0)}, {ctx.x(i)}, {y.numel}, {canonical_nan(y.dtype, expr)});")
+    ty, tx = dtypes.c_kernel_type(y.dtype), dtypes.c_kernel_type(x.dtype)
+    expr = canonical_nan(y.dtype, expr)
+    if parallel_loop(ctx, [x]):
+        return parallel_loop_call(ctx, [
+            f"AOTC_UNARY({ty}, {tx}, ({dtypes.c_type(y.dtype)} *)r->y + first, "
+            f"(const {dtypes.c_type(x.dtype)} *)r->a + first, count, {expr});"], [ctx.x(i)])
+    return f"AOTC_UNARY({ty}, {tx}, {ctx.y(0)}, {ctx.x(i)}, {y.numel}, {expr});"
+
+
+PARALLEL_LOOP_MIN = 2 * 16384   # elements: two of the runtime's tasks (AOTC_EW_TASK)
+
+
+def parallel_loop(ctx, operands):
+    """Whether output 0's element-wise loop runs on the thread pool: large, and every
+    operand of the output's shape (no broadcast)."""
+    y = ctx.outputs[0]
+    return (ctx.task_function is not None and y.numel >= PARALLEL_LOOP_MIN
+            and all(tuple(v.shape) == tuple(y.shape) for v in operands))
+
+
+def parallel_loop_call(ctx, loop, pointers):
+    """The call that runs `loop` (C lines over r->y, r->a, r->b at elements [first,
+    first + count)) in tasks of aotc_ew_parallel, the operands at `pointers`."""
+    name = ctx.task_function(["const aotc_ew_range *r = (const aotc_ew_range *)arg;",
+                              "int64_t count, first = aotc_ew_first(r, t, &count);", *loop])
+    b = pointers[1] if len(pointers) > 1 else "NULL"
+    return f"aotc_ew_parallel({ctx.pool}, {name}, {ctx.y(0)}, {pointers[0]}, {b}, {ctx.outputs[0].numel});"
 
 
 # A table row. numpy(ctx, x) sees x in its compute type; c(ctx, dtype) is the C
