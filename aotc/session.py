@@ -75,6 +75,7 @@ class Session:
         self.outputs = [TensorSpec(t["name"], np.dtype(t["dtype"]), tuple(t["shape"])) for t in m["outputs"]]
         # outputs whose shape depends on the data: their spec shape is an upper bound
         self._dims_offsets = [t.get("dims_offset") for t in m["outputs"]]
+        self._data_dependent = any(offset is not None for offset in self._dims_offsets)
         self.report = dict(m["report"])
         self._ffi, self._lib = _load_extension(self.out_dir, m)
         self._run = getattr(self._lib, f"{self.name}_run_array")
@@ -98,15 +99,15 @@ class Session:
         arrays = self._check_inputs(feed)
         results = [np.empty(t.shape, t.dtype) for t in self.outputs]
         ffi = self._ffi
-        in_ptrs = ffi.new("void *[]", [ffi.cast("void *", a.ctypes.data) for a in arrays] or [ffi.NULL])
-        out_ptrs = ffi.new("void *[]", [ffi.cast("void *", r.ctypes.data) for r in results] or [ffi.NULL])
-        workspace = self._take_workspace()
+        in_ptrs = ffi.new("void *[]", [ffi.from_buffer(a) for a in arrays] or [ffi.NULL])
+        out_ptrs = ffi.new("void *[]", [ffi.from_buffer(r) for r in results] or [ffi.NULL])
+        workspace, pointer = self._take_workspace()
         try:
-            code = self._run(ffi.cast("void *", _aligned_address(workspace)), in_ptrs, out_ptrs)
-            if code == 0:
+            code = self._run(pointer, in_ptrs, out_ptrs)
+            if code == 0 and self._data_dependent:
                 results = self._trimmed(results, workspace)
         finally:
-            self._give_back(workspace)
+            self._give_back((workspace, pointer))
         if code != 0:
             raise AotcError(f"{self.name}_run failed with code {code}: {_ERRORS.get(code, 'unknown error')}")
         if single:
@@ -147,10 +148,12 @@ class Session:
         return arrays
 
     def _take_workspace(self):
+        """A workspace array and the C pointer to its first 64-byte aligned byte."""
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        return np.empty(self._workspace_bytes + _ALIGN, np.uint8)
+        workspace = np.empty(self._workspace_bytes + _ALIGN, np.uint8)
+        return workspace, self._ffi.cast("void *", _aligned_address(workspace))
 
     def _give_back(self, workspace):
         with self._lock:
