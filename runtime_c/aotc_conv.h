@@ -89,6 +89,7 @@ typedef struct {
   int64_t rows_per_task, row_tasks, channels_per_task;   /* a task: channels x rows */
   int64_t inner_lo, inner_hi;   /* output columns where every kx tap is inside the row */
   const struct aotc_conv_flat_ *flat;   /* AVX-512 3x3 planes, NULL: row by row */
+  const struct aotc_conv_s2_ *s2;       /* AVX-512 3x3 stride-2 rows, NULL: the row kernel */
 } aotc_conv_direct_args_;
 
 /* yrow[ow] += sum over kx in order of wx[kx] * src[ow * sw + kx * dw - pw], for the
@@ -274,6 +275,13 @@ typedef struct aotc_conv_flat_ {
   __mmask16 mask[9][AOTC_CONV_FLAT_PIXELS / 16];   /* [tap][chunk]: lanes whose tap is inside */
 } aotc_conv_flat_;
 
+/* Lanes [lo, hi) of 16, clipped. */
+AOTC_INLINE_ALWAYS __mmask16 aotc_conv_lanes_(int64_t lo, int64_t hi) {
+  lo = AOTC_MAX(lo, 0);
+  hi = AOTC_MIN(hi, 16);
+  return hi <= lo ? (__mmask16)0 : (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+
 /* Sets bits [lo, hi) of a bitmap of 16-bit words. */
 AOTC_FN void aotc_conv_set_bits_(__mmask16 *words, int64_t lo, int64_t hi) {
   for (; lo < hi; lo = (lo / 16 + 1) * 16) {
@@ -349,6 +357,33 @@ AOTC_INLINE_ALWAYS __m512 aotc_conv_flat_tap_(__m512 acc, __mmask16 m, __m512 w,
 #endif
 }
 
+/* The bias, then Relu or Clip in registers as the GEMM tile's epilogue applies them
+ * (the activations' bits, NaN included); other activations run after the store. */
+typedef struct {
+  int kind, in_registers;
+  __m512 bias, lo, hi;
+} aotc_conv_dw_epilogue_;
+
+AOTC_FN aotc_conv_dw_epilogue_ aotc_conv_dw_epilogue_init_(const aotc_activation *act, float bias) {
+  aotc_conv_dw_epilogue_ e;
+  e.kind = act ? (int)act->kind : (int)AOTC_ACT_NONE;
+  e.in_registers = e.kind == AOTC_ACT_NONE || e.kind == AOTC_ACT_RELU || e.kind == AOTC_ACT_CLIP;
+  e.bias = _mm512_set1_ps(bias);
+  e.lo = _mm512_set1_ps(e.kind == AOTC_ACT_CLIP ? act->a : 0.0f);
+  e.hi = _mm512_set1_ps(e.kind == AOTC_ACT_CLIP ? act->b : 0.0f);
+  return e;
+}
+
+AOTC_INLINE_ALWAYS __m512 aotc_conv_dw_finish_(const aotc_conv_dw_epilogue_ *e, __m512 acc) {
+  acc = _mm512_add_ps(acc, e->bias);
+  if (e->in_registers) {
+    acc = AOTC_V_FINISH(acc);
+    if (e->kind == AOTC_ACT_RELU) acc = _mm512_max_ps(acc, _mm512_setzero_ps());
+    if (e->kind == AOTC_ACT_CLIP) acc = _mm512_min_ps(e->hi, _mm512_max_ps(e->lo, acc));
+  }
+  return acc;
+}
+
 /* One channel's output plane y from its input plane. */
 AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_geom *g, const aotc_conv_flat_ *f,
                                    const float *plane, const float *w, float bias, float *y,
@@ -357,11 +392,7 @@ AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_geom *g, const aotc_conv_flat
   float run[AOTC_CONV_FLAT_PHASES / 4] AOTC_ALIGNED(64);   /* when width > out_w */
   const int64_t oh_n = g->out[1], ow_n = g->out[2], pixels = oh_n * f->width;
   float *out = f->width == ow_n ? y : run;
-  const int kind = act ? (int)act->kind : (int)AOTC_ACT_NONE;
-  const int in_registers = kind == AOTC_ACT_NONE || kind == AOTC_ACT_RELU || kind == AOTC_ACT_CLIP;
-  const __m512 zero = _mm512_setzero_ps(), bv = _mm512_set1_ps(bias);
-  const __m512 lo = _mm512_set1_ps(kind == AOTC_ACT_CLIP ? act->a : 0.0f);
-  const __m512 hi = _mm512_set1_ps(kind == AOTC_ACT_CLIP ? act->b : 0.0f);
+  const aotc_conv_dw_epilogue_ e = aotc_conv_dw_epilogue_init_(act, bias);
   const float *src[9];
   __m512 wv[9];
   int64_t t, c;
@@ -372,18 +403,12 @@ AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_geom *g, const aotc_conv_flat
   }
   for (c = 0; c < f->chunks; c++) {
     const int64_t p = c * 16;
-    __m512 acc = zero;
+    __m512 acc = _mm512_setzero_ps();
     for (t = 0; t < 9; t++) {
       const __mmask16 m = f->mask[t][c];
       acc = aotc_conv_flat_tap_(acc, m, wv[t], _mm512_maskz_loadu_ps(m, src[t] + p));
     }
-    acc = _mm512_add_ps(acc, bv);
-    if (in_registers) {   /* as the GEMM tile's epilogue: the activations' bits, NaN included */
-      acc = AOTC_V_FINISH(acc);
-      if (kind == AOTC_ACT_RELU) acc = _mm512_max_ps(acc, zero);
-      if (kind == AOTC_ACT_CLIP) acc = _mm512_min_ps(hi, _mm512_max_ps(lo, acc));
-    }
-    _mm512_mask_storeu_ps(out + p, aotc_v_mask_(pixels - p), acc);
+    _mm512_mask_storeu_ps(out + p, aotc_v_mask_(pixels - p), aotc_conv_dw_finish_(&e, acc));
   }
   if (out != y) {   /* rows width apart -> out_w apart */
     int64_t oh, j;
@@ -392,9 +417,88 @@ AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_geom *g, const aotc_conv_flat
         _mm512_mask_storeu_ps(y + oh * ow_n + j, aotc_v_mask_(ow_n - j),
                               _mm512_maskz_loadu_ps(aotc_v_mask_(ow_n - j), run + oh * f->width + j));
   }
-  if (!in_registers) {
+  if (!e.in_registers) {
     aotc_activation_apply(act, y, oh_n * ow_n);
     aotc_conv_canon_(y, oh_n * ow_n);
+  }
+}
+
+/* Stride-2 planes too large for the phase planes (MobileNetV2's 112x112 -> 56x56) go
+ * row by row: 16 output columns a vector, each row of taps two 32-column windows of
+ * the input row split by permutes into the even and odd columns, the padding masked
+ * out as in the flat kernel (the same sums in the same order). The masks depend on
+ * the column block only: made once per call. */
+#define AOTC_CONV_S2_BLOCKS 64   /* 16-column blocks of an output row, at most */
+
+typedef struct aotc_conv_s2_ {
+  int64_t blocks;
+  __mmask16 tap[AOTC_CONV_S2_BLOCKS][3];    /* lanes whose tap kx is inside the row */
+  __mmask16 load[AOTC_CONV_S2_BLOCKS][4];   /* the windows' columns inside the row */
+} aotc_conv_s2_;
+
+AOTC_FN int aotc_conv_s2_plan_(const aotc_conv_geom *g, aotc_conv_s2_ *s2) {
+  const int64_t in_w = g->in[2], ow_n = g->out[2];
+  int64_t b, kx;
+  if (!(g->kernel[0] == 1 && g->in[0] == 1 && g->out[0] == 1 && g->kernel[1] == 3 && g->kernel[2] == 3 &&
+        g->dilation[1] == 1 && g->dilation[2] == 1 && g->stride[2] == 2 &&
+        ow_n <= 16 * AOTC_CONV_S2_BLOCKS))
+    return 0;
+  s2->blocks = (ow_n + 15) / 16;
+  for (kx = 0; kx < 3; kx++) {
+    int64_t lo, hi;
+    aotc_conv_valid_range_(kx - g->pad[2], 2, in_w, ow_n, &lo, &hi);
+    for (b = 0; b < s2->blocks; b++) s2->tap[b][kx] = aotc_conv_lanes_(lo - 16 * b, hi - 16 * b);
+  }
+  for (b = 0; b < s2->blocks; b++) {
+    const int64_t base = 32 * b - g->pad[2];   /* input column of lane 0, tap kx = 0 */
+    int w;
+    for (w = 0; w < 4; w++) {   /* windows at base and base + 2, 16 + 16 columns each */
+      const int64_t c = base + (w / 2) * 2 + (w % 2) * 16;
+      s2->load[b][w] = aotc_conv_lanes_(-c, in_w - c);
+    }
+  }
+  return 1;
+}
+
+/* Output rows [r0, r1) of one channel (y: its output plane). */
+AOTC_FN void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s2_ *s2, const float *plane,
+                                const float *w, float bias, float *y, int64_t r0, int64_t r1,
+                                const aotc_activation *act) {
+  const int64_t in_h = g->in[1], in_w = g->in[2], ow_n = g->out[2];
+  const aotc_conv_dw_epilogue_ e = aotc_conv_dw_epilogue_init_(act, bias);
+  const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  __m512 wv[9];
+  int64_t r, b, t;
+  for (t = 0; t < 9; t++) wv[t] = _mm512_set1_ps(w[t]);
+  for (r = r0; r < r1; r++) {
+    const int64_t iy0 = r * g->stride[1] - g->pad[1];
+    float *yrow = y + r * ow_n;
+    for (b = 0; b < s2->blocks; b++) {
+      const __mmask16 *m = s2->tap[b], *l = s2->load[b];
+      const int64_t base = 32 * b - g->pad[2];
+      __m512 acc = _mm512_setzero_ps();
+      int64_t ky;
+      for (ky = 0; ky < 3; ky++) {
+        const int64_t iy = iy0 + ky;
+        const float *row;
+        __m512 a0, a1, b0, b1;
+        if (iy < 0 || iy >= in_h) continue;
+        row = plane + iy * in_w + base;
+        a0 = _mm512_maskz_loadu_ps(l[0], row);
+        a1 = _mm512_maskz_loadu_ps(l[1], row + 16);
+        b0 = _mm512_maskz_loadu_ps(l[2], row + 2);
+        b1 = _mm512_maskz_loadu_ps(l[3], row + 18);
+        acc = aotc_conv_flat_tap_(acc, m[0], wv[3 * ky], _mm512_permutex2var_ps(a0, evens, a1));
+        acc = aotc_conv_flat_tap_(acc, m[1], wv[3 * ky + 1], _mm512_permutex2var_ps(a0, odds, a1));
+        acc = aotc_conv_flat_tap_(acc, m[2], wv[3 * ky + 2], _mm512_permutex2var_ps(b0, evens, b1));
+      }
+      _mm512_mask_storeu_ps(yrow + 16 * b, aotc_v_mask_(ow_n - 16 * b), aotc_conv_dw_finish_(&e, acc));
+    }
+    if (!e.in_registers) {
+      aotc_activation_apply(act, yrow, ow_n);
+      aotc_conv_canon_(yrow, ow_n);
+    }
   }
 }
 #endif
@@ -420,6 +524,10 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
       aotc_conv_flat_plane_(g, a->flat, plane, wk, bias, yrow, a->act);
       continue;
     }
+    if (a->s2) {
+      aotc_conv_s2_rows_(g, a->s2, plane, wk, bias, yrow - r0 * ow_n, r0, r1, a->act);
+      continue;
+    }
 #endif
     for (r = r0; r < r1; r++, yrow += ow_n) {
       aotc_conv_direct_row_(g, plane, wk, bias, yrow, r / g->out[1], r % g->out[1], a->inner_lo,
@@ -441,6 +549,7 @@ AOTC_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const fl
   int64_t rows = g->out[0] * g->out[1], ow_n = AOTC_MAX(g->out[2], 1), unused;
 #if defined(AOTC_SGEMM_PATH_AVX512)
   aotc_conv_flat_ flat;
+  aotc_conv_s2_ s2;
 #endif
   a.g = g;
   a.x = x;
@@ -449,8 +558,10 @@ AOTC_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const fl
   a.act = act;
   a.y = y;
   a.flat = NULL;
+  a.s2 = NULL;
 #if defined(AOTC_SGEMM_PATH_AVX512)
   if (aotc_conv_flat_plan_(g, &flat)) a.flat = &flat;
+  else if (aotc_conv_s2_plan_(g, &s2)) a.s2 = &s2;
 #endif
   a.rows_per_task = a.flat ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
   a.row_tasks = (rows + a.rows_per_task - 1) / a.rows_per_task;

@@ -465,7 +465,7 @@ def test_avx512_kernels_run_clean_under_sanitizers(tmp_path):
     depthwise = [((1, 6, 3, 5), [1, 1, 1, 1], 1, "Clip"), ((1, 6, 3, 5), [2, 0, 0, 2], 1, "Sigmoid"),
                  ((2, 4, 9, 20), [0, 2, 2, 0], 1, "Relu"), ((1, 2, 70, 70), [1, 1, 1, 1], 1, "Relu"),
                  ((1, 6, 7, 9), [1, 1, 1, 1], 2, "Clip"), ((2, 3, 8, 11), [0, 0, 0, 0], 2, "Sigmoid"),
-                 ((1, 2, 80, 80), [0, 0, 1, 1], 2, "Relu")]
+                 ((1, 2, 80, 80), [0, 0, 1, 1], 2, "Relu"), ((1, 3, 75, 75), [1, 1, 1, 1], 2, "Sigmoid")]
     cases = [(x, (x[1], 1, 3, 3), dict(group=x[1], pads=p, strides=[s, s]), act) for x, p, s, act in depthwise]
     cases += [((1, 64, 5, 6), (16, 64, 3, 3), dict(pads=[1, 1, 1, 1]), "Relu"),          # rows
               ((1, 64, 7, 7), (8, 64, 3, 3), dict(pads=[1, 0, 0, 1], strides=[2, 2]), "Tanh")]
@@ -480,6 +480,26 @@ def test_avx512_kernels_run_clean_under_sanitizers(tmp_path):
     assert "aotc_conv_rows(" in (tmp_path / "avx512san.c").read_text()
     flags = [f for f in build.c_flags("avx512", "fast") if not f.startswith("-O")]
     assert run_sanitized(tmp_path, sess.name, flags).split()[0] == "y0"
+
+
+def test_depthwise_stride_2_rows_in_exact_mode_match_the_generic_path():
+    """Stride-2 depthwise planes too large for the flat kernel's phase planes (AVX-512:
+    16 columns a vector from even/odd windows, padding masked out): ONNX Runtime's
+    values, and in exact mode the generic path's bits."""
+    from aotc import build
+    n = helper.make_node
+    inits = {f"w{i}": random((4, 1, 3, 3), seed=i) for i in range(2)}
+    inits.update({f"b{i}": random((4,), seed=5 + i) for i in range(2)})
+    model = make_model([n("Conv", ["x", "w0", "b0"], ["y0"], group=4, strides=[2, 2], pads=[1, 1, 1, 1]),
+                        n("Conv", ["x", "w1", "b1"], ["y1"], group=4, strides=[2, 2], pads=[0, 0, 1, 1])],
+                       [("x", np.float32, (1, 4, 90, 93))], [("y0", np.float32, None), ("y1", np.float32, None)],
+                       inits)
+    x = random((1, 4, 90, 93), seed=3)
+    assert_matches_ort(model, {"x": x}, rtol=RTOL, atol=ATOL)
+    want = aotc.compile(model, mode="exact", target="generic", threads=1).run({"x": x})
+    got = aotc.compile(model, mode="exact", target=build.resolve_target("native"), threads=2).run({"x": x})
+    for name in want:
+        assert got[name].tobytes() == want[name].tobytes(), name
 
 
 # ---- exact mode ---------------------------------------------------------------------
