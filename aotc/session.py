@@ -155,10 +155,11 @@ class Session:
         workspace = np.empty(self._workspace_bytes + _ALIGN, np.uint8)
         return workspace, self._ffi.cast("void *", _aligned_address(workspace))
 
-    def _give_back(self, workspace):
+    def _give_back(self, taken):
+        """Return what _take_workspace gave (the array and its pointer) to the pool."""
         with self._lock:
             if len(self._idle) < _POOLED_WORKSPACES:
-                self._idle.append(workspace)
+                self._idle.append(taken)
 
     def close(self):
         """Drop pooled workspaces; runs in progress finish with their own."""

@@ -889,9 +889,6 @@ typedef struct {
   int64_t first, cols, k, panels;
 } aotc_conv_unfold_args_;
 
-/* A panel's pixels cut where output rows end: at most this many runs (1-pixel rows). */
-#define AOTC_CONV_PANEL_RUNS AOTC_SGEMM_MR
-
 /* For each of `count` input channels (in_plane apart in src, dst_step apart in dst):
  * dst[i] = src[i * sw] for i < n, 0 for the lanes i outside [lo, hi) (the padding). */
 AOTC_FN void aotc_conv_unfold_runs_(float *AOTC_RESTRICT dst, int64_t dst_step,
