@@ -149,6 +149,8 @@ def test_qlinear_matmul_per_column(atype, btype):
 
 
 def test_qlinear_conv_per_channel_with_bias():
+    """Against onnx.reference: with full-range int8 weights onnxruntime's answer depends
+    on the CPU (on some it departs from the ONNX definition in 18 of these 60 outputs)."""
     x = random((1, 3, 6, 5), np.uint8, seed=15, low=0, high=255)
     nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
                               pads=[1, 1, 1, 1], strides=[2, 1])]
@@ -158,7 +160,7 @@ def test_qlinear_conv_per_channel_with_bias():
              "ys": np.array(0.1, np.float32), "yz": np.array(128, np.uint8),
              "b": np.array([100, -200, 0, 5000], np.int32)}
     model = make_model(nodes, [("x", np.uint8, x.shape)], [("y", np.uint8, None)], inits, opset=13)
-    check(model, {"x": x})
+    check(model, {"x": x}, oracle="onnx.reference")
 
 
 @pytest.mark.skipif(CC is None, reason="no C compiler")
