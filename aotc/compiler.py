@@ -113,7 +113,9 @@ def _build_entry(entry, graph, shapes, name, digest, options):
     try:
         nodes_before = _count(graph)
         fired, notes = passes.run_passes(graph, options["opt_level"], options["mode"])
-        plan = make_plan(graph, shapes, options["mode"], nodes_before)
+        plan = make_plan(graph, shapes, options["mode"], nodes_before,
+                         fuse=passes.LEVELS[options["opt_level"]] >= passes.LEVELS["all"])
+        fired = {**fired, **plan.fusions}
         surface = codegen.generate(plan, name, tmp, options["target"], options["weights"])
         module = f"_aotc_{name}_{digest}"
         extension = build.build_extension(tmp, name, module, options["target"], options["mode"],

@@ -15,8 +15,9 @@
  *   aotc_conv_rows        the deep layers: pixels as GEMM rows against weights packed
  *                         at compile time, the product stored transposed (below).
  * Every output is a sum over (input channel, kz, ky, kx) in that order, plus the bias,
- * then the activation `act` (NULL: none; aotc_gemm.h), applied by the thread that
- * computed the value, right after it; no work split depends on the thread count.
+ * plus the residual (a tensor shaped as y, or NULL: a fused Add), then the activation
+ * `act` (NULL: none; aotc_gemm.h), applied by the thread that computed the value, right
+ * after it; no work split depends on the thread count. The residual may not overlap y.
  *
  * Exact mode (AOTC_EXACT, built with -ffp-contract=off): each output is one float
  * accumulator starting at +0, plus each product w * x (rounded, then added) over the
@@ -51,6 +52,14 @@ AOTC_FN void aotc_conv_canon_(float *y, int64_t n) {
 #endif
 }
 
+/* y[i] = act(y[i] + r[i]) for i < n: a residual added after the sum and bias. */
+AOTC_FN void aotc_conv_add_residual_(float *AOTC_RESTRICT y, const float *AOTC_RESTRICT r, int64_t n,
+                                     const aotc_activation *act) {
+  int64_t i;
+  for (i = 0; i < n; i++) y[i] = AOTC_CANON_F32(y[i] + r[i]);
+  aotc_activation_apply(act, y, n);
+}
+
 /* The smallest o >= 0 with o * stride + offset >= bound (stride > 0). */
 AOTC_FN int64_t aotc_conv_first_at_least_(int64_t offset, int64_t stride, int64_t bound) {
   return offset >= bound ? 0 : (bound - offset + stride - 1) / stride;
@@ -66,17 +75,18 @@ AOTC_FN void aotc_conv_valid_range_(int64_t offset, int64_t stride, int64_t widt
 /* ---- 1x1, stride 1, no pad --------------------------------------------------------- */
 
 AOTC_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
-                                 const float *w, const float *bias, float *y,
-                                 const aotc_activation *act, unsigned char *scratch) {
+                                 const float *w, const float *bias, const float *residual,
+                                 float *y, const aotc_activation *act, unsigned char *scratch) {
   int64_t pixels = aotc_conv_volume_(g->in), n, grp;
   int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group;
   for (n = 0; n < g->batch; n++)
-    for (grp = 0; grp < g->group; grp++)
-      aotc_sgemm_act(pool, g->cout_g, pixels, g->cin_g,
-                     w + grp * g->cout_g * g->cin_g, g->cin_g, 0,
-                     x + (n * cin + grp * g->cin_g) * pixels, pixels, 0,
-                     y + (n * cout + grp * g->cout_g) * pixels, pixels,
-                     bias ? bias + grp * g->cout_g : NULL, NULL, act, scratch);
+    for (grp = 0; grp < g->group; grp++) {
+      int64_t yoff = (n * cout + grp * g->cout_g) * pixels;
+      aotc_sgemm_run_(pool, g->cout_g, pixels, g->cin_g, w + grp * g->cout_g * g->cin_g, g->cin_g, 0,
+                      NULL, x + (n * cin + grp * g->cin_g) * pixels, pixels, 0, NULL, y + yoff,
+                      pixels, bias ? bias + grp * g->cout_g : NULL, NULL,
+                      residual ? residual + yoff : NULL, act, scratch);
+    }
 }
 
 /* ---- one input channel per group: direct ------------------------------------------- */
@@ -84,7 +94,8 @@ AOTC_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const
 typedef struct {
   const aotc_conv_geom *g;
   const float *x, *w, *bias;
-  const aotc_activation *act;
+  const float *residual;        /* NULL, or added after the planes, then res_act */
+  const aotc_activation *act, *res_act;
   float *y;
   int64_t rows_per_task, row_tasks, channels_per_task;   /* a task: channels x rows */
   int64_t inner_lo, inner_hi;   /* output columns where every kx tap is inside the row */
@@ -503,6 +514,19 @@ AOTC_FN void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s2_ *s2
 }
 #endif
 
+/* Output rows [r0, r1) of one channel, row by row, from yrow on. */
+AOTC_FN void aotc_conv_direct_rows_(const aotc_conv_direct_args_ *a, const float *plane, const float *wk,
+                                    float bias, float *yrow, int64_t r0, int64_t r1) {
+  const aotc_conv_geom *g = a->g;
+  int64_t r;
+  for (r = r0; r < r1; r++, yrow += g->out[2]) {
+    aotc_conv_direct_row_(g, plane, wk, bias, yrow, r / g->out[1], r % g->out[1], a->inner_lo,
+                          a->inner_hi);
+    aotc_activation_apply(a->act, yrow, g->out[2]);
+    aotc_conv_canon_(yrow, g->out[2]);
+  }
+}
+
 /* One block of channels (small planes, whole) or of output rows of one channel. */
 AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   const aotc_conv_direct_args_ *a = (const aotc_conv_direct_args_ *)arg;
@@ -511,30 +535,25 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   int64_t c0 = task / a->row_tasks * a->channels_per_task;
   int64_t c1 = AOTC_MIN(c0 + a->channels_per_task, g->batch * cout), channel;
   int64_t r0 = task % a->row_tasks * a->rows_per_task;
-  int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows), r;
+  int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows);
   for (channel = c0; channel < c1; channel++) {   /* n * Cout + co */
     int64_t co = channel % cout, n = channel / cout;
     int64_t ci = n * g->group + co / g->cout_g;   /* n * Cin + input channel */
     const float *plane = a->x + ci * aotc_conv_volume_(g->in);
     const float *wk = a->w + co * aotc_conv_volume_(g->kernel);
     float bias = a->bias ? a->bias[co] : 0.0f;
-    float *yrow = a->y + channel * aotc_conv_volume_(g->out) + r0 * ow_n;
+    int64_t first = channel * aotc_conv_volume_(g->out) + r0 * ow_n;
+    float *yrow = a->y + first;
 #if defined(AOTC_SGEMM_PATH_AVX512)
-    if (a->flat) {   /* the whole plane */
+    if (a->flat)   /* the whole plane */
       aotc_conv_flat_plane_(g, a->flat, plane, wk, bias, yrow, a->act);
-      continue;
-    }
-    if (a->s2) {
+    else if (a->s2)
       aotc_conv_s2_rows_(g, a->s2, plane, wk, bias, yrow - r0 * ow_n, r0, r1, a->act);
-      continue;
-    }
+    else
 #endif
-    for (r = r0; r < r1; r++, yrow += ow_n) {
-      aotc_conv_direct_row_(g, plane, wk, bias, yrow, r / g->out[1], r % g->out[1], a->inner_lo,
-                            a->inner_hi);
-      aotc_activation_apply(a->act, yrow, ow_n);
-      aotc_conv_canon_(yrow, ow_n);
-    }
+      aotc_conv_direct_rows_(a, plane, wk, bias, yrow, r0, r1);
+    if (a->residual)   /* the rows just made, still in cache */
+      aotc_conv_add_residual_(a->y + first, a->residual + first, (r1 - r0) * ow_n, a->res_act);
   }
 }
 
@@ -543,7 +562,7 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
 #define AOTC_CONV_DIRECT_TASK 8192
 
 AOTC_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
-                              const float *w, const float *bias, float *y,
+                              const float *w, const float *bias, const float *residual, float *y,
                               const aotc_activation *act) {
   aotc_conv_direct_args_ a;
   int64_t rows = g->out[0] * g->out[1], ow_n = AOTC_MAX(g->out[2], 1), unused;
@@ -555,7 +574,9 @@ AOTC_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const fl
   a.x = x;
   a.w = w;
   a.bias = bias;
-  a.act = act;
+  a.residual = residual;
+  a.act = residual ? NULL : act;
+  a.res_act = act;
   a.y = y;
   a.flat = NULL;
   a.s2 = NULL;
@@ -653,8 +674,9 @@ AOTC_FN size_t aotc_conv_im2col_bytes(const aotc_conv_geom *g, int64_t block_col
  * scratch: aotc_conv_im2col_bytes(g, block_cols), then
  * aotc_sgemm_packed_scratch_bytes(Cout_g, block_cols, K). */
 AOTC_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t block_cols,
-                              const float *x, const float *w, const float *bias, float *y,
-                              const aotc_activation *act, unsigned char *scratch) {
+                              const float *x, const float *w, const float *bias,
+                              const float *residual, float *y, const aotc_activation *act,
+                              unsigned char *scratch) {
   aotc_conv_im2col_args_ a;
   int64_t in_px = aotc_conv_volume_(g->in), out_px = aotc_conv_volume_(g->out);
   int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group, n, grp;
@@ -665,16 +687,16 @@ AOTC_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t 
   for (n = 0; n < g->batch; n++)
     for (grp = 0; grp < g->group; grp++)
       for (a.first = 0; a.first < out_px; a.first += block_cols) {
+        int64_t yoff = (n * cout + grp * g->cout_g) * out_px + a.first;
         a.ncols = AOTC_MIN(block_cols, out_px - a.first);
         a.strips = (a.ncols + AOTC_SGEMM_NR - 1) / AOTC_SGEMM_NR;
         a.x = x + (n * cin + grp * g->cin_g) * in_px;
         aotc_parallel_for(pool, (a.k + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC *
                                     ((a.strips + AOTC_CONV_STRIP_GROUP - 1) / AOTC_CONV_STRIP_GROUP),
                           aotc_conv_im2col_panel_, &a);
-        aotc_sgemm_packed_act(pool, g->cout_g, a.ncols, a.k, w + grp * g->cout_g * a.k, a.k, 0,
-                              a.packed, y + (n * cout + grp * g->cout_g) * out_px + a.first,
-                              out_px, bias ? bias + grp * g->cout_g : NULL, NULL, act,
-                              gemm_scratch);
+        aotc_sgemm_run_(pool, g->cout_g, a.ncols, a.k, w + grp * g->cout_g * a.k, a.k, 0, NULL,
+                        NULL, 0, 0, a.packed, y + yoff, out_px, bias ? bias + grp * g->cout_g : NULL,
+                        NULL, residual ? residual + yoff : NULL, act, gemm_scratch);
       }
 }
 
@@ -701,13 +723,16 @@ typedef struct {
   float *xp;               /* its phase planes, then AOTC_SGEMM_NR floats of 0 */
   const int64_t *koff;     /* row k of the unfolded matrix starts at xp + koff[k] */
   float *y;                /* first output channel of this image and group */
+  const float *residual;   /* NULL, or laid out as y (from this image and group on) */
+  const aotc_activation *res_act;   /* with a residual: after it, at the store */
   int64_t sy, sx, hq, wq;  /* phases per channel down and across; a plane's extent */
 } aotc_conv_implicit_args_;
 
 /* Rows [0, rows) of a finished tile (flat columns [c, c + cols), row stride
- * AOTC_SGEMM_NR) into output channels from y on, without the columns past the output. */
+ * AOTC_SGEMM_NR) into output channels from `channel` on, without the columns past the
+ * output; the residual added there, when there is one. */
 AOTC_FN void aotc_conv_implicit_store_(const aotc_conv_implicit_args_ *a, const float *tile,
-                                       int64_t rows, int64_t c, int64_t cols, float *y) {
+                                       int64_t rows, int64_t c, int64_t cols, int64_t channel) {
   const int64_t ow_n = a->g->out[2], out_px = a->g->out[1] * ow_n, end = c + cols;
   int64_t q = c, i, x;
   while (q < end) {
@@ -717,8 +742,11 @@ AOTC_FN void aotc_conv_implicit_store_(const aotc_conv_implicit_args_ *a, const 
       continue;
     }
     run = AOTC_MIN(ow_n - ow, end - q);
-    for (i = 0; i < rows; i++)
-      for (x = 0; x < run; x++) y[i * out_px + oh * ow_n + ow + x] = tile[i * AOTC_SGEMM_NR + q - c + x];
+    for (i = 0; i < rows; i++) {
+      int64_t at = (channel + i) * out_px + oh * ow_n + ow;
+      for (x = 0; x < run; x++) a->y[at + x] = tile[i * AOTC_SGEMM_NR + q - c + x];
+      if (a->residual) aotc_conv_add_residual_(a->y + at, a->residual + at, run, a->res_act);
+    }
     q += run;
   }
 }
@@ -760,7 +788,7 @@ AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
         fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, AOTC_SGEMM_NR, tile, AOTC_SGEMM_NR, cols,
            first, &ep);
         aotc_activation_apply_2d(j->act_after, tile, AOTC_SGEMM_NR, rows, cols);
-        aotc_conv_implicit_store_(a, tile, rows, c, cols, a->y + i * a->g->out[1] * a->g->out[2]);
+        aotc_conv_implicit_store_(a, tile, rows, c, cols, i);
       }
     }
   }
@@ -826,8 +854,8 @@ AOTC_FN size_t aotc_conv_implicit_scratch_bytes(const aotc_conv_geom *g) {
 }
 
 AOTC_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
-                                const float *w, const float *bias, float *y,
-                                const aotc_activation *act, unsigned char *scratch) {
+                                const float *w, const float *bias, const float *residual,
+                                float *y, const aotc_activation *act, unsigned char *scratch) {
   aotc_conv_implicit_args_ a;
   const int64_t kh = g->kernel[1], kw = g->kernel[2], sh = g->stride[1], sw = g->stride[2];
   const int64_t k = g->cin_g * kh * kw, in_px = g->in[1] * g->in[2], out_px = g->out[1] * g->out[2];
@@ -853,7 +881,8 @@ AOTC_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g, const 
   a.j.lda = k;
   a.j.ldc = g->out[1] * a.wq;
   a.j.C = sums;
-  a.j.act = act;
+  a.j.act = residual ? NULL : act;
+  a.res_act = act;
   aotc_sgemm_epilogue_init_(&a.j);
   a.j.panels = aotc_sgemm_panels_(a.j.M);
   a.j.strips = aotc_sgemm_div_up_(a.j.N, AOTC_SGEMM_NR);
@@ -862,6 +891,7 @@ AOTC_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g, const 
     for (grp = 0; grp < g->group; grp++) {
       a.x = x + (n * cin + grp * g->cin_g) * in_px;
       a.y = y + (n * cout + grp * g->cout_g) * out_px;
+      a.residual = residual ? residual + (n * cout + grp * g->cout_g) * out_px : NULL;
       a.j.A = w + grp * g->cout_g * k;
       a.j.bias_m = bias ? bias + grp * g->cout_g : NULL;
       aotc_parallel_for(pool, g->cin_g + 1, aotc_conv_phases_task_, &a);
@@ -1024,12 +1054,9 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
       for (i = i0; i < i1; i++) dst[i] = src[i * a->channels];
     }
 #endif
-    for (c = c0; a->residual && c < c1; c++) {
-      const float *r = a->residual + c * a->pixels;
-      float *dst = a->y + c * a->pixels;
-      for (i = i0; i < i1; i++) dst[i] = AOTC_CANON_F32(dst[i] + r[i]);
-      aotc_activation_apply(a->act, dst + i0, i1 - i0);
-    }
+    for (c = c0; a->residual && c < c1; c++)
+      aotc_conv_add_residual_(a->y + c * a->pixels + i0, a->residual + c * a->pixels + i0, i1 - i0,
+                              a->act);
   }
 }
 

@@ -162,6 +162,7 @@ typedef struct {
   int64_t M, N, K, lda, ldb, ldc, panels, strips, kblocks;
   int64_t panels_per_task, strips_per_task, ntasks_n;
   const float *A, *B, *bias_m, *bias_n;
+  const float *residual;        /* NULL, or added after the bias: laid out as C (ldc) */
   const aotc_activation *act;   /* NULL: none */
   aotc_sgemm_epilogue_ ep;      /* the tiles' activation (aotc_sgemm_epilogue_init_) */
   const aotc_activation *act_after;   /* what the tiles leave for after the store */
@@ -177,7 +178,8 @@ typedef struct {
 /* Relu and Clip run in the tiles' registers; other activations after the store. */
 AOTC_FN void aotc_sgemm_epilogue_init_(aotc_sgemm_job_ *j) {
   aotc_act_kind kind = j->act ? j->act->kind : AOTC_ACT_NONE;
-  j->ep.bias_m = j->ep.bias_n = NULL;
+  j->ep.bias_m = j->ep.bias_n = j->ep.residual = NULL;
+  j->ep.ldr = j->ldc;
   j->ep.act = kind == AOTC_ACT_RELU ? AOTC_SGEMM_ACT_RELU
               : kind == AOTC_ACT_CLIP ? AOTC_SGEMM_ACT_CLIP : AOTC_SGEMM_ACT_NONE;
   j->ep.lo = j->act ? j->act->a : 0.0f;
@@ -190,6 +192,7 @@ AOTC_FN aotc_sgemm_epilogue_ aotc_sgemm_epilogue_at_(const aotc_sgemm_job_ *j, i
   aotc_sgemm_epilogue_ ep = j->ep;
   ep.bias_m = j->bias_m ? j->bias_m + i : NULL;
   ep.bias_n = j->bias_n ? j->bias_n + c : NULL;
+  ep.residual = j->residual ? j->residual + i * j->ldc + c : NULL;
   return ep;
 }
 
@@ -314,6 +317,7 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
     float v = acc[c];
     if (j->bias_m) v += j->bias_m[0];
     if (j->bias_n) v += j->bias_n[c0 + c];
+    if (j->residual) v += j->residual[c0 + c];
     j->C[c0 + c] = AOTC_SGEMM_CANON_(v);
   }
   aotc_activation_apply(j->act, j->C + c0, cols);
@@ -340,12 +344,14 @@ AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
 }
 
 /* The common driver: packed_a / packed_b are A / B already packed (then A/lda/trans_a
- * or B/ldb/trans_b are unused). */
+ * or B/ldb/trans_b are unused). `residual`: NULL, or a matrix laid out as C (row stride
+ * ldc, not overlapping C) added after the bias, before the activation (a fused Add). */
 AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                              const float *A, int64_t lda, int trans_a, const float *packed_a,
                              const float *B, int64_t ldb, int trans_b, const float *packed_b,
                              float *C, int64_t ldc, const float *bias_m, const float *bias_n,
-                             const aotc_activation *act, unsigned char *scratch) {
+                             const float *residual, const aotc_activation *act,
+                             unsigned char *scratch) {
   aotc_sgemm_job_ j;
   if (M <= 0 || N <= 0) return;
   if (packed_a && M == 1) {   /* one row packed is the row itself */
@@ -359,6 +365,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
         float v = 0.0f;
         if (bias_m) v += bias_m[i];
         if (bias_n) v += bias_n[c];
+        if (residual) v += residual[i * ldc + c];
         C[i * ldc + c] = AOTC_SGEMM_CANON_(v);
       }
     aotc_activation_apply_2d(act, C, ldc, M, N);
@@ -367,13 +374,13 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   /* A single column of C (contiguous) is a row of C^T = B^T A^T: the M = 1 path. */
   if (N == 1 && M > 1 && ldc == 1 && !packed_b && !packed_a) {
     aotc_sgemm_run_(pool, 1, M, K, B, ldb, !trans_b, NULL, A, lda, !trans_a, NULL, C, 1,
-                    bias_n, bias_m, act, scratch);
+                    bias_n, bias_m, residual, act, scratch);
     return;
   }
   memset(&j, 0, sizeof j);
   j.M = M; j.N = N; j.K = K; j.lda = lda; j.ldb = ldb; j.ldc = ldc;
   j.A = A; j.B = B; j.C = C; j.trans_a = trans_a; j.trans_b = trans_b;
-  j.bias_m = bias_m; j.bias_n = bias_n; j.act = act;
+  j.bias_m = bias_m; j.bias_n = bias_n; j.residual = residual; j.act = act;
   aotc_sgemm_epilogue_init_(&j);
   j.panels = aotc_sgemm_panels_(M);
   j.strips = aotc_sgemm_div_up_(N, AOTC_SGEMM_NR);
@@ -411,7 +418,7 @@ AOTC_FN void aotc_sgemm(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                         const float *bias_m, const float *bias_n,
                         unsigned char *scratch) {
   aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, B, ldb, trans_b, NULL, C, ldc,
-                  bias_m, bias_n, NULL, scratch);
+                  bias_m, bias_n, NULL, NULL, scratch);
 }
 
 /* aotc_sgemm, then the activation `act` (NULL: none) on every element of C, in the
@@ -423,7 +430,7 @@ AOTC_FN void aotc_sgemm_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                             const float *bias_m, const float *bias_n,
                             const aotc_activation *act, unsigned char *scratch) {
   aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, B, ldb, trans_b, NULL, C, ldc,
-                  bias_m, bias_n, act, scratch);
+                  bias_m, bias_n, NULL, act, scratch);
 }
 
 /* The same with B already packed (layout above, e.g. at compile time); the results are
@@ -435,7 +442,7 @@ AOTC_FN void aotc_sgemm_packed(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                                const float *bias_m, const float *bias_n,
                                unsigned char *scratch) {
   aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, 0, 0, packed_b, C, ldc,
-                  bias_m, bias_n, NULL, scratch);
+                  bias_m, bias_n, NULL, NULL, scratch);
 }
 
 /* aotc_sgemm_packed with the activation `act` (NULL: none) in the tile epilogue. */
@@ -445,7 +452,7 @@ AOTC_FN void aotc_sgemm_packed_act(aotc_pool *pool, int64_t M, int64_t N, int64_
                                    const float *bias_m, const float *bias_n,
                                    const aotc_activation *act, unsigned char *scratch) {
   aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, 0, 0, packed_b, C, ldc,
-                  bias_m, bias_n, act, scratch);
+                  bias_m, bias_n, NULL, act, scratch);
 }
 
 /* aotc_sgemm_act with A already packed (aotc_sgemm_a_panel_'s layout: a caller that
@@ -459,7 +466,7 @@ AOTC_FN void aotc_sgemm_packed_a_act(aotc_pool *pool, int64_t M, int64_t N, int6
                                      const float *bias_m, const float *bias_n,
                                      const aotc_activation *act, unsigned char *scratch) {
   aotc_sgemm_run_(pool, M, N, K, NULL, 0, 0, packed_a, B, ldb, trans_b, packed_b, C, ldc,
-                  bias_m, bias_n, act, scratch);
+                  bias_m, bias_n, NULL, act, scratch);
 }
 
 /* Y = alpha * Y (+ beta * C[i * csi + j * csj]) over an M x N row-major Y; C may be NULL

@@ -119,13 +119,14 @@ typedef float aotc_v_;
 
 /* ---- the tile ------------------------------------------------------------------------ */
 
-/* What a tile does after its last K-block, in registers: + bias_m[i], + bias_n[j]
- * (either NULL), NaN rewritten in exact mode, then Relu or Clip (the activations that
- * are a max and a min: the bits of their expressions in aotc_activation.h, NaN
- * included; others run after the store). */
+/* What a tile does after its last K-block, in registers: + bias_m[i], + bias_n[j],
+ * + residual[i * ldr + j] (each NULL or not), NaN rewritten in exact mode, then Relu or
+ * Clip (the activations that are a max and a min: the bits of their expressions in
+ * aotc_activation.h, NaN included; others run after the store). */
 enum { AOTC_SGEMM_ACT_NONE, AOTC_SGEMM_ACT_RELU, AOTC_SGEMM_ACT_CLIP };
 typedef struct {
-  const float *bias_m, *bias_n;
+  const float *bias_m, *bias_n, *residual;
+  int64_t ldr;      /* the residual's row stride */
   int act;          /* AOTC_SGEMM_ACT_* */
   float lo, hi;     /* Clip's bounds */
 } aotc_sgemm_epilogue_;
@@ -170,6 +171,8 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
         aotc_v_ x = acc[i][v];
         if (ep->bias_m) x = AOTC_V_ADD(x, AOTC_V_SET1(ep->bias_m[i]));
         if (ep->bias_n) x = AOTC_V_ADD(x, AOTC_V_LOADN(ep->bias_n + v * AOTC_VW, cols - v * AOTC_VW));
+        if (ep->residual)
+          x = AOTC_V_ADD(x, AOTC_V_LOADN(ep->residual + i * ep->ldr + v * AOTC_VW, cols - v * AOTC_VW));
         x = AOTC_V_FINISH(x);
         if (ep->act == AOTC_SGEMM_ACT_RELU) x = AOTC_V_MAX(x, zero);   /* x > 0 ? x : 0 */
         if (ep->act == AOTC_SGEMM_ACT_CLIP) x = AOTC_V_MIN(hi, AOTC_V_MAX(lo, x));

@@ -428,7 +428,7 @@ def test_conv_pad_fold_folds_only_zero_spatial_constant_pads():
 
 
 def test_fused_conv_with_residual_matches_conv_add_relu():
-    """FusedConv(X, W, B, R) with a Relu is Relu(Conv(X, W, B) + R), on the rows kernel."""
+    """FusedConv(X, W, B, R) with a Relu is Relu(Conv(X, W, B) + R)."""
     x_shape, w_shape = (2, 64, 6, 5), (24, 64, 3, 3)
     inits = {"w": random(w_shape, seed=1, low=-0.5, high=0.5), "b": random((24,), seed=2)}
     graph_inputs = [("x", np.float32, x_shape), ("r", np.float32, (2, 24, 6, 5))]

@@ -1,5 +1,6 @@
 """The fused operators Linear and FusedConv, made by the linear-pack-fuse and
-conv-activation passes, with the activation in the product's tile epilogue.
+conv-activation passes and the plan's conv-residual fusion, with the activation (and
+the residual) in the product's tile epilogue.
 
 Each model is compiled fused and unfused (opt_level "none"); the two must give the same
 bits (the epilogue and the standalone activation are one expression, aotc_activation.h)
@@ -290,6 +291,94 @@ def test_fused_conv_threads_give_the_same_bits(x_shape, w_shape, attrs):
     two = _fused_session(model, conv_activation, threads=2)
     assert two.report["nodes_after"] == {"FusedConv": 1}
     assert np.array_equal(one["y"], two.run(feeds)["y"])
+
+
+# ---- conv-residual (a plan fusion: it needs the shapes) -------------------------------
+
+RESIDUAL_ORT_TOL = dict(rtol=1e-4, atol=1e-4)   # sums of up to 360 products of ~1
+RESIDUAL_CONVS = {   # X shape, W shape, attributes: every kernel the shape selects
+    "pointwise": ((2, 16, 9, 11), (24, 16, 1, 1), {}),
+    "implicit": ((2, 6, 13, 10), (10, 6, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "implicit-k-past-a-block": ((1, 40, 9, 8), (12, 40, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "im2col": ((1, 5, 14, 12), (7, 5, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+    "rows": ((1, 64, 5, 6), (40, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "depthwise": ((1, 12, 13, 10), (12, 1, 3, 3), {"group": 12, "pads": [1, 1, 1, 1]}),
+    "one-output-channel": ((1, 3, 7, 9), (1, 3, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "pointwise-one-output-channel": ((1, 8, 5, 7), (1, 8, 1, 1), {}),   # the M = 1 path
+}
+
+
+def _residual_model(kind, activation="Relu", residual_first=False, residual_shape=None):
+    """Conv(x) + r [-> activation]: the residual r a graph input."""
+    x_shape, w_shape, attrs = RESIDUAL_CONVS[kind]
+    conv_only = make_model([helper.make_node("Conv", ["x", "W"], ["c"], **attrs)],
+                           [("x", np.float32, list(x_shape))], [("c", np.float32, None)],
+                           {"W": random(w_shape)})
+    y_shape = list(run_ort(conv_only, {"x": random(x_shape)})["c"].shape)
+    r_shape = residual_shape or y_shape
+    inits = {"W": random(w_shape, seed=1), "Bc": random((w_shape[0],), seed=2)}
+    nodes = [helper.make_node("Conv", ["x", "W", "Bc"], ["c"], **attrs),
+             helper.make_node("Add", ["r", "c"] if residual_first else ["c", "r"], ["s"])]
+    if activation:
+        nodes += _activation_nodes(activation, {}, "s", "y", inits)
+    model = make_model(nodes, [("x", np.float32, list(x_shape)), ("r", np.float32, list(r_shape))],
+                       [("y" if activation else "s", np.float32, None)], inits)
+    feeds = {"x": random(x_shape, seed=3), "r": random(r_shape, seed=4)}
+    return model, feeds
+
+
+@pytest.mark.parametrize("kind", list(RESIDUAL_CONVS))
+def test_residual_add_goes_into_every_conv_kernel(kind):
+    """Conv -> Add -> Relu becomes one FusedConv on each kernel: onnxruntime's values,
+    and the bits of the unfused graph in fast and exact mode on 1 and 2 threads."""
+    model, feeds = _residual_model(kind, residual_first=kind == "implicit")
+    want = run_ort(model, feeds)["y"]
+    for mode in ("fast", "exact"):
+        plain = aotc.compile(model, opt_level="basic", mode=mode).run(feeds)["y"]
+        for threads in (1, 2):
+            fused = aotc.compile(model, mode=mode, threads=threads)
+            assert fused.report["nodes_after"] == {"FusedConv": 1}, fused.report["nodes_after"]
+            assert fused.report["passes"]["conv-residual"] == 1
+            got = fused.run(feeds)["y"]
+            np.testing.assert_allclose(got, want, **RESIDUAL_ORT_TOL)
+            np.testing.assert_array_equal(got.view(np.uint32), plain.view(np.uint32))
+
+
+@pytest.mark.parametrize("activation", [None, "Sigmoid"])
+def test_residual_add_with_no_or_a_stored_activation(activation):
+    """No activation after the Add, and one the tiles leave for after the store."""
+    model, feeds = _residual_model("pointwise", activation=activation)
+    fused = aotc.compile(model)
+    assert fused.report["nodes_after"] == {"FusedConv": 1}
+    np.testing.assert_allclose(list(fused.run(feeds).values())[0],
+                               list(run_ort(model, feeds).values())[0], **ORT_TOL)
+
+
+def test_broadcasting_or_shared_adds_stay_adds():
+    """A residual that broadcasts, a conv output read twice and a conv with an
+    activation of its own before the Add are left alone (and still right)."""
+    model, feeds = _residual_model("pointwise", residual_shape=[1, 24, 1, 1])
+    sess = aotc.compile(model)
+    assert sess.report["passes"]["conv-residual"] == 0 and "Add" in sess.report["nodes_after"]
+    np.testing.assert_allclose(sess.run(feeds)["y"], run_ort(model, feeds)["y"], **ORT_TOL)
+
+    x_shape, w_shape, _ = RESIDUAL_CONVS["pointwise"]
+    inits = {"W": random(w_shape, seed=1)}
+    twice = make_model([helper.make_node("Conv", ["x", "W"], ["c"]),
+                        helper.make_node("Add", ["c", "r"], ["s"]),
+                        helper.make_node("Mul", ["s", "c"], ["y"])],
+                       [("x", np.float32, list(x_shape)), ("r", np.float32, [2, 24, 9, 11])],
+                       [("y", np.float32, None)], inits)
+    relu_first = make_model([helper.make_node("Conv", ["x", "W"], ["c"]),
+                             helper.make_node("Relu", ["c"], ["a"]),
+                             helper.make_node("Add", ["a", "r"], ["y"])],
+                            [("x", np.float32, list(x_shape)), ("r", np.float32, [2, 24, 9, 11])],
+                            [("y", np.float32, None)], inits)
+    feeds = {"x": random(x_shape, seed=3), "r": random((2, 24, 9, 11), seed=4)}
+    for model in (twice, relu_first):
+        sess = aotc.compile(model)
+        assert sess.report["passes"]["conv-residual"] == 0 and "Add" in sess.report["nodes_after"]
+        np.testing.assert_allclose(sess.run(feeds)["y"], run_ort(model, feeds)["y"], **ORT_TOL)
 
 
 # ---- the operators on their own -------------------------------------------------------

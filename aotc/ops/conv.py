@@ -63,9 +63,7 @@ class ConvGeometry:
         return (all(d == 1 for d in self.kernel) and all(s == 1 for s in self.strides)
                 and self.in_dims == self.out_dims and not any(self.pads_begin))
 
-    def kind(self, residual=False):
-        if residual:
-            return "rows"
+    def kind(self):
         if self.cin_g == 1:
             return "direct"
         if self.rows_pay_off():
@@ -301,7 +299,7 @@ def scratch(ctx):
 
 def _f32_scratch(ctx, g):
     from .matmul import NR, sgemm_packed_scratch_bytes, sgemm_scratch_bytes
-    kind = g.kind(_has_residual(ctx))
+    kind = g.kind()
     if kind == "rows":
         tile = g.row_tile()
         gemm = sgemm_packed_scratch_bytes if _weights_const(ctx) else sgemm_scratch_bytes
@@ -360,29 +358,28 @@ def _staged_conv(ctx, g, act):
 
 def _f32_call(ctx, g, x, w, bias, y, act, scratch):
     """The float32 kernel call. `w`: a C expression of W, or its compile-time array."""
-    residual = _has_residual(ctx)
-    kind = g.kind(residual)
+    residual = ctx.x(3) if _has_residual(ctx) else "NULL"
+    kind = g.kind()
     if kind == "rows":
         if isinstance(w, np.ndarray):
             w, packed = ctx.const(pack_weights(g, w)), 1
         else:
             packed = 0
         return (f"aotc_conv_rows({ctx.pool}, {g.c_literal()}, {g.row_tile()}, {x}, {w}, "
-                f"{packed}, {bias}, {ctx.x(3) if residual else 'NULL'}, {y}, {act}, "
-                f"{scratch});")
+                f"{packed}, {bias}, {residual}, {y}, {act}, {scratch});")
     if isinstance(w, np.ndarray):
         w = ctx.x(1) if _is_f32(ctx) else ctx.const(np.asarray(w, np.float32))
     if kind == "direct":
         return (f"aotc_conv_direct({ctx.pool}, {g.c_literal()}, {x}, {w}, {bias}, "
-                f"{y}, {act});")
+                f"{residual}, {y}, {act});")
     if kind == "pointwise":
         return (f"aotc_conv_pointwise({ctx.pool}, {g.c_literal()}, {x}, {w}, "
-                f"{bias}, {y}, {act}, {scratch});")
+                f"{bias}, {residual}, {y}, {act}, {scratch});")
     if kind == "implicit":
-        return (f"aotc_conv_implicit({ctx.pool}, {g.c_literal()}, {x}, {w}, {bias}, {y}, "
-                f"{act}, {scratch});")
+        return (f"aotc_conv_implicit({ctx.pool}, {g.c_literal()}, {x}, {w}, {bias}, "
+                f"{residual}, {y}, {act}, {scratch});")
     return (f"aotc_conv_im2col({ctx.pool}, {g.c_literal()}, {g.block_columns()}, {x}, "
-            f"{w}, {bias}, {y}, {act}, {scratch});")
+            f"{w}, {bias}, {residual}, {y}, {act}, {scratch});")
 
 
 OPS = [OpDef("Conv", infer, emit_conv, scratch=scratch, since=1, supports_exact=True)]

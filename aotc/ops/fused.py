@@ -1,10 +1,11 @@
-"""aotc's fused operators (domain ai.aotc), made by the graph passes:
+"""aotc's fused operators (domain ai.aotc), made by the graph passes (and the plan's
+conv-residual fusion, aotc/plan/fusion.py):
 
     Linear(A, B, [bias]):  Y = act(A @ B + bias), A [..., K] (leading dims are rows),
                            B a constant float32 [K, N] packed here, bias [N];
     FusedConv(X, W, [B], [R]):  Y = act(Conv(X, W, B) + R), Conv's attributes and
-                           kernels; R (a residual of Y's shape) is added at the store,
-                           before the activation.
+                           kernels; R (a residual of Y's shape) is added after the
+                           bias, before the activation.
 
 The activation comes from the attributes of aotc/passes/activation.py and runs in the
 product's tile epilogue (aotc_activation in runtime_c/aotc_activation.h): bias first, one

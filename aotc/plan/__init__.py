@@ -10,7 +10,7 @@ from typing import Optional
 from .. import ops
 from ..errors import ExactModeUnavailable, Unsupported
 from ..ops.base import TensorType, exact_available
-from . import memory, shapes as shape_inference
+from . import fusion, memory, shapes as shape_inference
 
 
 @dataclass(eq=False)
@@ -56,12 +56,19 @@ class Plan:
     nodes_before: dict = field(default_factory=dict)
     nodes_after: dict = field(default_factory=dict)
     mode: str = "fast"
+    fusions: dict = field(default_factory=dict)   # {fusion name: times fired} (fusion.py)
 
 
-def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None):
+def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None, fuse=True):
+    """`fuse`: run the shape-dependent fusions (fusion.py), which rewrite `graph`."""
     shape_inference.check_operators(graph)
     fixed = shape_inference.resolve_input_shapes(graph, input_shapes)
     typed = shape_inference.infer(graph, fixed, mode)
+    fusions = {}
+    if fuse:
+        fusions[fusion.CONV_RESIDUAL] = fusion.fuse_residual_adds(graph, typed.types)
+        if fusions[fusion.CONV_RESIDUAL]:
+            typed = shape_inference.infer(graph, fixed, mode)
 
     values = {}
     for i, vi in enumerate(graph.inputs):
@@ -134,7 +141,7 @@ def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None):
     return Plan(graph.name, [values[vi.name] for vi in graph.inputs], outputs,
                 [s for s in steps if not s.op.view_of_input], copies, workspace, intermediate,
                 dict(nodes_before or Counter(n.op_type for n in graph.nodes)),
-                dict(Counter(s.node.op_type for s in steps if not s.op.view_of_input)), mode)
+                dict(Counter(s.node.op_type for s in steps if not s.op.view_of_input)), mode, fusions)
 
 
 def _place_dims_records(dynamic_values, workspace):
