@@ -28,8 +28,6 @@
 #include "aotc_gemm_kernels.h"
 
 #define AOTC_SGEMM_KC 256
-#define AOTC_SGEMM_PANELS_PER_TASK 8   /* row panels per task, at most */
-#define AOTC_SGEMM_STRIPS_PER_TASK 16  /* B strips per task, at most (512 columns) */
 #define AOTC_SGEMM_MIN_TASKS 16        /* cut finer when the tiles allow: threads balance */
 #define AOTC_SGEMM_PACK_A_STRIPS 4     /* A may be packed past this many strips */
 #ifndef AOTC_SGEMV_ROWS_NC
@@ -323,7 +321,8 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
   aotc_activation_apply(j->act, j->C + c0, cols);
 }
 
-/* Tasks of at most 8 panels x 16 strips, the panels and strips shared out evenly;
+/* Tasks of at most AOTC_SGEMM_PANELS_PER_TASK panels x AOTC_SGEMM_STRIPS_PER_TASK strips
+ * (per path: aotc_gemm_kernels.h), the panels and strips shared out evenly;
  * a small product is cut finer, the larger side of a task first, until there are
  * AOTC_SGEMM_MIN_TASKS tasks or single tiles. Shape only: a tile's sums never depend
  * on which task (or thread) computes it. */

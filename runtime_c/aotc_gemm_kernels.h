@@ -40,6 +40,8 @@
 #include <immintrin.h>
 #define AOTC_SGEMM_MR 14   /* tiles exist for 1..3, 4 and 5..14 rows: see below */
 #define AOTC_VW 16
+#define AOTC_SGEMM_PANELS_PER_TASK 8   /* a task: 112 rows ... */
+#define AOTC_SGEMM_STRIPS_PER_TASK 16  /* ... by 512 columns, at most */
 typedef __m512 aotc_v_;
 AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
   return (__mmask16)(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
@@ -61,6 +63,10 @@ AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
 #include <immintrin.h>
 #define AOTC_SGEMM_MR 3
 #define AOTC_VW 8
+/* A task: 192 rows by 128 columns, at most. Its strips of B (128 KiB a K-block) stay
+ * in L2 while its 3-row panels of A run past them; with 512 columns B came from L3. */
+#define AOTC_SGEMM_PANELS_PER_TASK 64
+#define AOTC_SGEMM_STRIPS_PER_TASK 4
 typedef __m256 aotc_v_;
 AOTC_INLINE_ALWAYS __m256i aotc_v_mask_(int64_t n) {
   int m = (int)(n >= 8 ? 8 : n <= 0 ? 0 : n);
@@ -82,6 +88,8 @@ AOTC_INLINE_ALWAYS __m256i aotc_v_mask_(int64_t n) {
 #else
 #define AOTC_SGEMM_MR 4
 #define AOTC_VW 1
+#define AOTC_SGEMM_PANELS_PER_TASK 8
+#define AOTC_SGEMM_STRIPS_PER_TASK 16
 typedef float aotc_v_;
 #define AOTC_V_ZERO() 0.0f
 #define AOTC_V_SET1(x) (x)
