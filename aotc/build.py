@@ -1,10 +1,11 @@
 """Build: the generated C -> an object file -> a cffi extension module in OUT_DIR.
 
 The model's C is compiled here with flags chosen by target and mode; cffi then only
-compiles its small wrapper and links the object in. The GEMM's register tiles, most of
-the compile time of any model with a matrix product, are compiled once per compiler and
-flags into a cached object and linked in (AOTC_SGEMM_TILES_EXTERN, aotc_gemm_kernels.h).
+compiles its small wrapper and links the object in. The engine (GEMM, convolution,
+attention), most of the compile time of any model that uses it, is compiled once per
+compiler and flags into a cached object and linked in (AOTC_ENGINE_EXTERN, aotc_base.h).
 """
+import fcntl
 import functools
 import hashlib
 import os
@@ -15,7 +16,7 @@ from . import resources
 from .codegen.runtime_headers import WHOLE_RUNTIME
 from .errors import BuildError, Unsupported
 
-TILES_HEADER = "aotc_gemm_kernels.h"
+ENGINE_HEADERS = ("aotc_gemm.h", "aotc_conv.h", "aotc_attention.h")
 
 TARGETS = ("native", "avx512", "avx2", "generic")
 MODES = ("fast", "exact")
@@ -86,11 +87,11 @@ def compile_object(out_dir, name, target, mode, sanitize=False, extra_flags=()):
     return os.path.join(out_dir, f"{name}.o")
 
 
-def uses_tiles(out_dir, name):
-    """Whether <name>.c includes the GEMM tiles (its runtime headers are listed in it)."""
+def uses_engine(out_dir, name):
+    """Whether <name>.c includes the engine (its runtime headers are listed in it)."""
     with open(os.path.join(out_dir, f"{name}.c")) as f:
         source = f.read()
-    return any(f'"aotc_runtime/{header}"' in source for header in (TILES_HEADER, WHOLE_RUNTIME))
+    return any(f'"aotc_runtime/{header}"' in source for header in (*ENGINE_HEADERS, WHOLE_RUNTIME))
 
 
 @functools.lru_cache(maxsize=None)
@@ -101,9 +102,9 @@ def _compiler_identity(cc):
         return ""
 
 
-def tiles_object(cache_dir, target, mode, sanitize=False):
-    """The GEMM tiles compiled with the model's flags, cached in cache_dir under a hash
-    of the compiler, the flags and the runtime's headers."""
+def engine_object(cache_dir, target, mode, sanitize=False):
+    """The engine compiled with the model's flags, cached in cache_dir under a hash of
+    the compiler, the flags and the runtime's headers."""
     flags = c_flags(target, mode, sanitize)
     runtime = resources.runtime_dir()
     key = hashlib.sha256("\0".join([compiler(), _compiler_identity(compiler()), *flags]).encode())
@@ -111,28 +112,32 @@ def tiles_object(cache_dir, target, mode, sanitize=False):
         if header.endswith(".h"):
             with open(os.path.join(runtime, header), "rb") as f:
                 key.update(header.encode() + f.read())
-    path = os.path.join(cache_dir, f"aotc_tiles-{key.hexdigest()[:20]}.o")
+    path = os.path.join(cache_dir, f"aotc_engine-{key.hexdigest()[:20]}.o")
     if os.path.isfile(path):
         return path
     os.makedirs(cache_dir, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="aotc-tiles-", dir=cache_dir) as tmp:
-        with open(os.path.join(tmp, "tiles.c"), "w") as f:
-            f.write(f'#define AOTC_SGEMM_TILES_DEFINE\n#include "{TILES_HEADER}"\n')
-        _run([compiler(), *flags, f"-I{runtime}", "-c", "tiles.c", "-o", "tiles.o"], tmp, "the GEMM tiles")
-        os.replace(os.path.join(tmp, "tiles.o"), path)   # atomic: parallel builds agree
+    # Parallel builds wait for the one compiling (tens of seconds) rather than repeat it.
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.isfile(path):
+            with tempfile.TemporaryDirectory(prefix="aotc-engine-", dir=cache_dir) as tmp:
+                with open(os.path.join(tmp, "engine.c"), "w") as f:
+                    f.write("#define AOTC_ENGINE_DEFINE\n" + "".join(f'#include "{h}"\n' for h in ENGINE_HEADERS))
+                _run([compiler(), *flags, f"-I{runtime}", "-c", "engine.c", "-o", "engine.o"], tmp, "the engine")
+                os.replace(os.path.join(tmp, "engine.o"), path)   # atomic: readers see all or nothing
     return path
 
 
-def build_extension(out_dir, name, module_name, target, mode, sanitize=False, tiles_cache=None):
+def build_extension(out_dir, name, module_name, target, mode, sanitize=False, engine_cache=None):
     """Compile the model and its cffi wrapper; returns the extension's file name.
-    tiles_cache: a folder for the cached GEMM tiles (None: compiled into the model)."""
+    engine_cache: a folder for the cached engine object (None: compiled into the model)."""
     import cffi   # imported here: a compiled model runs without cffi's compiler part
 
     objects = []
-    if tiles_cache is not None and uses_tiles(out_dir, name):
-        objects.append(tiles_object(tiles_cache, target, mode, sanitize))
+    if engine_cache is not None and uses_engine(out_dir, name):
+        objects.append(engine_object(engine_cache, target, mode, sanitize))
     obj = compile_object(out_dir, name, target, mode, sanitize,
-                         ["-DAOTC_SGEMM_TILES_EXTERN"] if objects else [])
+                         ["-DAOTC_ENGINE_EXTERN"] if objects else [])
     ffi = cffi.FFI()
     ffi.cdef(f"""
         int {name}_run_array(void *workspace, const void *const *inputs, void *const *outputs);

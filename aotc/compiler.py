@@ -22,7 +22,7 @@ from .session import Session
 OPT_LEVELS = ("none", "basic", "all")
 
 
-OBJECTS_DIR = "objects"   # in the cache: objects shared by entries (build.tiles_object)
+OBJECTS_DIR = "objects"   # in the cache: objects shared by entries (build.engine_object)
 
 
 def cache_root():

@@ -27,6 +27,21 @@
 #include "aotc_math.h"
 #include "aotc_threads.h"
 
+/* ---- the entry point ------------------------------------------------------------------ */
+
+/* dims: b, h, sq, sk, d, dv. Strides (elements) of logical Q, Kt, V, mask and out, four
+ * each in the order of their dims. block_rows: query rows per task, a multiple of
+ * AOTC_ATTN_ROWS_MAX. mask may be NULL. scratch: b * h * ceil(sq / block_rows) *
+ * aotc_attention_task_floats_(block_rows, d, dv) floats, 64-byte aligned. */
+AOTC_ENGINE_FN void aotc_attention_f32(aotc_pool *pool, const float *q, const float *k, const float *v,
+                                       const float *mask, float *y, unsigned char *scratch,
+                                       const int64_t *dims, const int64_t *q_strides,
+                                       const int64_t *k_strides, const int64_t *v_strides,
+                                       const int64_t *mask_strides, const int64_t *y_strides,
+                                       float scale, int64_t block_rows);
+
+#ifndef AOTC_ENGINE_EXTERN   /* the body: here, or in the engine object (aotc_base.h) */
+
 #define AOTC_ATTN_BK 64          /* keys per tile */
 #define AOTC_ATTN_ROWS_MAX 8     /* query blocks are a multiple of this; every ROWS divides it */
 #if defined(AOTC_TARGET_AVX512)
@@ -284,16 +299,12 @@ AOTC_FN void aotc_attention_task_(void *arg, int64_t task) {
   }
 }
 
-/* dims: b, h, sq, sk, d, dv. Strides (elements) of logical Q, Kt, V, mask and out, four
- * each in the order of their dims. block_rows: query rows per task, a multiple of
- * AOTC_ATTN_ROWS_MAX. mask may be NULL. scratch: b * h * ceil(sq / block_rows) *
- * aotc_attention_task_floats_(block_rows, d, dv) floats, 64-byte aligned. */
-AOTC_FN void aotc_attention_f32(aotc_pool *pool, const float *q, const float *k, const float *v,
-                                const float *mask, float *y, unsigned char *scratch,
-                                const int64_t *dims, const int64_t *q_strides,
-                                const int64_t *k_strides, const int64_t *v_strides,
-                                const int64_t *mask_strides, const int64_t *y_strides,
-                                float scale, int64_t block_rows) {
+AOTC_ENGINE_FN void aotc_attention_f32(aotc_pool *pool, const float *q, const float *k, const float *v,
+                                       const float *mask, float *y, unsigned char *scratch,
+                                       const int64_t *dims, const int64_t *q_strides,
+                                       const int64_t *k_strides, const int64_t *v_strides,
+                                       const int64_t *mask_strides, const int64_t *y_strides,
+                                       float scale, int64_t block_rows) {
   aotc_attention_args_ p;
   int i;
   p.q = q;
@@ -320,5 +331,7 @@ AOTC_FN void aotc_attention_f32(aotc_pool *pool, const float *q, const float *k,
   p.scale = scale;
   aotc_parallel_for(pool, dims[0] * p.heads * p.blocks, aotc_attention_task_, &p);
 }
+
+#endif /* AOTC_ENGINE_EXTERN */
 
 #endif

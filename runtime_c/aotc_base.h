@@ -17,6 +17,19 @@
 /* Every runtime function: private to the including model, no warning when unused. */
 #define AOTC_FN static inline
 
+/* The engine (the GEMM, convolution and attention headers) takes most of a model's C
+ * compile time, seconds at -O3, so a build may compile it once apart from its models
+ * (aotc/build.py keeps the object per compiler and flags): a model compiled with
+ * AOTC_ENGINE_EXTERN sees only the engine's entry points, declared with AOTC_ENGINE_FN,
+ * and the one file that defines AOTC_ENGINE_DEFINE compiles their bodies. Either way
+ * they stay inside the shared library (hidden). Without either, the engine is static
+ * like everything else. */
+#if (defined(AOTC_ENGINE_EXTERN) || defined(AOTC_ENGINE_DEFINE)) && (defined(__GNUC__) || defined(__clang__))
+#define AOTC_ENGINE_FN __attribute__((visibility("hidden")))
+#else
+#define AOTC_ENGINE_FN AOTC_FN
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define AOTC_RESTRICT __restrict__
 #define AOTC_ALIGNED(n) __attribute__((aligned(n)))

@@ -41,6 +41,42 @@ typedef struct aotc_conv_geom {
 
 AOTC_FN int64_t aotc_conv_volume_(const int64_t *dims) { return dims[0] * dims[1] * dims[2]; }
 
+/* ---- entry points: the kernels of the comment at the top ----------------------------- */
+
+AOTC_ENGINE_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                                        const float *w, const float *bias, const float *residual,
+                                        float *y, const aotc_activation *act, unsigned char *scratch);
+
+AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                                     const float *w, const float *bias, const float *residual, float *y,
+                                     const aotc_activation *act);
+
+/* Output pixels in blocks of block_cols; each block unfolded into scratch and multiplied.
+ * scratch: aotc_conv_im2col_bytes(g, block_cols), then
+ * aotc_sgemm_packed_scratch_bytes(Cout_g, block_cols, K). */
+AOTC_ENGINE_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t block_cols,
+                                     const float *x, const float *w, const float *bias,
+                                     const float *residual, float *y, const aotc_activation *act,
+                                     unsigned char *scratch);
+
+AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                                       const float *w, const float *bias, const float *residual,
+                                       float *y, const aotc_activation *act, unsigned char *scratch);
+
+/* Scratch, in order: the product tile [tile, Cout_g]; the unfolded tile, K * tile
+ * floats (none when X is read itself); the GEMM's own scratch (when X is read itself:
+ * aotc_sgemm_packed_scratch_bytes(tile, Cout_g, K), or aotc_sgemm_scratch_bytes for
+ * run-time weights; otherwise, A coming packed, only the latter's packed B for run-time
+ * weights); each 64-byte aligned. `w_packed`: w is W^T [K, Cout_g] per group
+ * in the packed-B layout (aotc_sgemm_packed_b_floats apart); otherwise w is the ONNX
+ * weight tensor. `residual`: NULL, or a tensor shaped as y added before `act`. */
+AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int64_t tile,
+                                   const float *x, const float *w, int w_packed, const float *bias,
+                                   const float *residual, float *y, const aotc_activation *act,
+                                   unsigned char *scratch);
+
+#ifndef AOTC_ENGINE_EXTERN   /* the bodies: here, or in the engine object (aotc_base.h) */
+
 /* Exact mode: NaN results as the one canonical NaN (a no-op otherwise). */
 AOTC_FN void aotc_conv_canon_(float *y, int64_t n) {
 #ifdef AOTC_EXACT
@@ -74,9 +110,9 @@ AOTC_FN void aotc_conv_valid_range_(int64_t offset, int64_t stride, int64_t widt
 
 /* ---- 1x1, stride 1, no pad --------------------------------------------------------- */
 
-AOTC_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
-                                 const float *w, const float *bias, const float *residual,
-                                 float *y, const aotc_activation *act, unsigned char *scratch) {
+AOTC_ENGINE_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                                        const float *w, const float *bias, const float *residual,
+                                        float *y, const aotc_activation *act, unsigned char *scratch) {
   int64_t pixels = aotc_conv_volume_(g->in), n, grp;
   int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group;
   for (n = 0; n < g->batch; n++)
@@ -561,9 +597,9 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
  * costs a shared counter's cache line), small enough to spread. */
 #define AOTC_CONV_DIRECT_TASK 8192
 
-AOTC_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
-                              const float *w, const float *bias, const float *residual, float *y,
-                              const aotc_activation *act) {
+AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                                     const float *w, const float *bias, const float *residual, float *y,
+                                     const aotc_activation *act) {
   aotc_conv_direct_args_ a;
   int64_t rows = g->out[0] * g->out[1], ow_n = AOTC_MAX(g->out[2], 1), unused;
 #if defined(AOTC_SGEMM_PATH_AVX512)
@@ -670,13 +706,10 @@ AOTC_FN size_t aotc_conv_im2col_bytes(const aotc_conv_geom *g, int64_t block_col
   return ((size_t)floats * sizeof(float) + 63u) / 64u * 64u;
 }
 
-/* Output pixels in blocks of block_cols; each block unfolded into scratch and multiplied.
- * scratch: aotc_conv_im2col_bytes(g, block_cols), then
- * aotc_sgemm_packed_scratch_bytes(Cout_g, block_cols, K). */
-AOTC_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t block_cols,
-                              const float *x, const float *w, const float *bias,
-                              const float *residual, float *y, const aotc_activation *act,
-                              unsigned char *scratch) {
+AOTC_ENGINE_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, int64_t block_cols,
+                                     const float *x, const float *w, const float *bias,
+                                     const float *residual, float *y, const aotc_activation *act,
+                                     unsigned char *scratch) {
   aotc_conv_im2col_args_ a;
   int64_t in_px = aotc_conv_volume_(g->in), out_px = aotc_conv_volume_(g->out);
   int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group, n, grp;
@@ -853,9 +886,9 @@ AOTC_FN size_t aotc_conv_implicit_scratch_bytes(const aotc_conv_geom *g) {
          aotc_conv_implicit_bytes_(2 * g->cin_g * g->kernel[1] * g->kernel[2]);
 }
 
-AOTC_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
-                                const float *w, const float *bias, const float *residual,
-                                float *y, const aotc_activation *act, unsigned char *scratch) {
+AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                                       const float *w, const float *bias, const float *residual,
+                                       float *y, const aotc_activation *act, unsigned char *scratch) {
   aotc_conv_implicit_args_ a;
   const int64_t kh = g->kernel[1], kw = g->kernel[2], sh = g->stride[1], sw = g->stride[2];
   const int64_t k = g->cin_g * kh * kw, in_px = g->in[1] * g->in[2], out_px = g->out[1] * g->out[2];
@@ -1070,17 +1103,10 @@ AOTC_FN int aotc_conv_rows_reads_x_(const aotc_conv_geom *g) {
 
 AOTC_FN size_t aotc_conv_round64_(size_t n) { return (n + 63u) / 64u * 64u; }
 
-/* Scratch, in order: the product tile [tile, Cout_g]; the unfolded tile, K * tile
- * floats (none when X is read itself); the GEMM's own scratch (when X is read itself:
- * aotc_sgemm_packed_scratch_bytes(tile, Cout_g, K), or aotc_sgemm_scratch_bytes for
- * run-time weights; otherwise, A coming packed, only the latter's packed B for run-time
- * weights); each 64-byte aligned. `w_packed`: w is W^T [K, Cout_g] per group
- * in the packed-B layout (aotc_sgemm_packed_b_floats apart); otherwise w is the ONNX
- * weight tensor. `residual`: NULL, or a tensor shaped as y added before `act`. */
-AOTC_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int64_t tile,
-                            const float *x, const float *w, int w_packed, const float *bias,
-                            const float *residual, float *y, const aotc_activation *act,
-                            unsigned char *scratch) {
+AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int64_t tile,
+                                   const float *x, const float *w, int w_packed, const float *bias,
+                                   const float *residual, float *y, const aotc_activation *act,
+                                   unsigned char *scratch) {
   int64_t in_px = aotc_conv_volume_(g->in), out_px = aotc_conv_volume_(g->out);
   int64_t k = g->cin_g * aotc_conv_volume_(g->kernel);
   int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group, n, grp;
@@ -1131,5 +1157,7 @@ AOTC_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int64_t ti
       }
     }
 }
+
+#endif /* AOTC_ENGINE_EXTERN */
 
 #endif

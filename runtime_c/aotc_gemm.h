@@ -25,6 +25,63 @@
 #include "aotc_math.h"
 #include "aotc_activation.h"
 #include "aotc_threads.h"
+
+/* ---- entry points -------------------------------------------------------------------- */
+
+/* C[i,j] = sum_k A[i,k] * B[k,j]  (+ bias_m[i]) (+ bias_n[j]);  i < M, j < N, k < K.
+ * A is M x K with row stride lda (or, when trans_a, stored K x M with row stride lda);
+ * B is K x N with row stride ldb (or, when trans_b, stored N x K with row stride ldb);
+ * C is M x N with row stride ldc. bias_m / bias_n may be NULL. `scratch` holds at
+ * least aotc_sgemm_scratch_bytes(M, N, K) bytes, 64-byte aligned. */
+AOTC_ENGINE_FN void aotc_sgemm(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                               const float *A, int64_t lda, int trans_a,
+                               const float *B, int64_t ldb, int trans_b,
+                               float *C, int64_t ldc,
+                               const float *bias_m, const float *bias_n,
+                               unsigned char *scratch);
+
+/* aotc_sgemm, then the activation `act` (NULL: none) on every element of C, in the
+ * tile epilogue. */
+AOTC_ENGINE_FN void aotc_sgemm_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                   const float *A, int64_t lda, int trans_a,
+                                   const float *B, int64_t ldb, int trans_b,
+                                   float *C, int64_t ldc,
+                                   const float *bias_m, const float *bias_n,
+                                   const aotc_activation *act, unsigned char *scratch);
+
+/* The same with B already packed (layout above, e.g. at compile time); the results are
+ * bit-identical to aotc_sgemm on the unpacked B. `scratch` holds at least
+ * aotc_sgemm_packed_scratch_bytes(M, N, K) bytes, 64-byte aligned. */
+AOTC_ENGINE_FN void aotc_sgemm_packed(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                      const float *A, int64_t lda, int trans_a, const float *packed_b,
+                                      float *C, int64_t ldc,
+                                      const float *bias_m, const float *bias_n,
+                                      unsigned char *scratch);
+
+/* aotc_sgemm_packed with the activation `act` (NULL: none) in the tile epilogue. */
+AOTC_ENGINE_FN void aotc_sgemm_packed_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                          const float *A, int64_t lda, int trans_a,
+                                          const float *packed_b, float *C, int64_t ldc,
+                                          const float *bias_m, const float *bias_n,
+                                          const aotc_activation *act, unsigned char *scratch);
+
+/* aotc_sgemm_act with A already packed (aotc_sgemm_a_panel_'s layout: a caller that
+ * builds A, such as an unfolding conv, writes it there directly) and B packed or not
+ * (packed_b NULL: B, ldb, trans_b as for aotc_sgemm). `scratch` holds at least
+ * aotc_sgemm_scratch_bytes(M, N, K) - aotc_sgemm_packed_scratch_bytes(M, N, K) bytes
+ * (none for a packed B), 64-byte aligned. The same bits as the unpacked A. */
+AOTC_ENGINE_FN void aotc_sgemm_packed_a_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                            const float *packed_a, const float *B, int64_t ldb, int trans_b,
+                                            const float *packed_b, float *C, int64_t ldc,
+                                            const float *bias_m, const float *bias_n,
+                                            const aotc_activation *act, unsigned char *scratch);
+
+/* Y = alpha * Y (+ beta * C[i * csi + j * csj]) over an M x N row-major Y; C may be NULL
+ * (strides 0 broadcast C): the epilogue of Gemm when C does not fit a bias vector. */
+AOTC_ENGINE_FN void aotc_sgemm_scale_add(int64_t M, int64_t N, float *Y, float alpha, const float *C,
+                                         int64_t csi, int64_t csj, float beta);
+
+#ifndef AOTC_ENGINE_EXTERN   /* the bodies: here, or in the engine object (aotc_base.h) */
 #include "aotc_gemm_kernels.h"
 
 #define AOTC_SGEMM_KC 256
@@ -405,73 +462,57 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                     aotc_sgemm_block_task_, &j);
 }
 
-/* C[i,j] = sum_k A[i,k] * B[k,j]  (+ bias_m[i]) (+ bias_n[j]);  i < M, j < N, k < K.
- * A is M x K with row stride lda (or, when trans_a, stored K x M with row stride lda);
- * B is K x N with row stride ldb (or, when trans_b, stored N x K with row stride ldb);
- * C is M x N with row stride ldc. bias_m / bias_n may be NULL. `scratch` holds at
- * least aotc_sgemm_scratch_bytes(M, N, K) bytes, 64-byte aligned. */
-AOTC_FN void aotc_sgemm(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                        const float *A, int64_t lda, int trans_a,
-                        const float *B, int64_t ldb, int trans_b,
-                        float *C, int64_t ldc,
-                        const float *bias_m, const float *bias_n,
-                        unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, B, ldb, trans_b, NULL, C, ldc,
-                  bias_m, bias_n, NULL, NULL, scratch);
-}
+/* ---- the entry points' bodies (each documented above) ------------------------------ */
 
-/* aotc_sgemm, then the activation `act` (NULL: none) on every element of C, in the
- * tile epilogue. */
-AOTC_FN void aotc_sgemm_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                            const float *A, int64_t lda, int trans_a,
-                            const float *B, int64_t ldb, int trans_b,
-                            float *C, int64_t ldc,
-                            const float *bias_m, const float *bias_n,
-                            const aotc_activation *act, unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, B, ldb, trans_b, NULL, C, ldc,
-                  bias_m, bias_n, NULL, act, scratch);
-}
-
-/* The same with B already packed (layout above, e.g. at compile time); the results are
- * bit-identical to aotc_sgemm on the unpacked B. `scratch` holds at least
- * aotc_sgemm_packed_scratch_bytes(M, N, K) bytes, 64-byte aligned. */
-AOTC_FN void aotc_sgemm_packed(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                               const float *A, int64_t lda, int trans_a, const float *packed_b,
+AOTC_ENGINE_FN void aotc_sgemm(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                               const float *A, int64_t lda, int trans_a,
+                               const float *B, int64_t ldb, int trans_b,
                                float *C, int64_t ldc,
                                const float *bias_m, const float *bias_n,
                                unsigned char *scratch) {
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, B, ldb, trans_b, NULL, C, ldc,
+                  bias_m, bias_n, NULL, NULL, scratch);
+}
+
+AOTC_ENGINE_FN void aotc_sgemm_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                   const float *A, int64_t lda, int trans_a,
+                                   const float *B, int64_t ldb, int trans_b,
+                                   float *C, int64_t ldc,
+                                   const float *bias_m, const float *bias_n,
+                                   const aotc_activation *act, unsigned char *scratch) {
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, B, ldb, trans_b, NULL, C, ldc,
+                  bias_m, bias_n, NULL, act, scratch);
+}
+
+AOTC_ENGINE_FN void aotc_sgemm_packed(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                      const float *A, int64_t lda, int trans_a, const float *packed_b,
+                                      float *C, int64_t ldc,
+                                      const float *bias_m, const float *bias_n,
+                                      unsigned char *scratch) {
   aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, 0, 0, packed_b, C, ldc,
                   bias_m, bias_n, NULL, NULL, scratch);
 }
 
-/* aotc_sgemm_packed with the activation `act` (NULL: none) in the tile epilogue. */
-AOTC_FN void aotc_sgemm_packed_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                                   const float *A, int64_t lda, int trans_a,
-                                   const float *packed_b, float *C, int64_t ldc,
-                                   const float *bias_m, const float *bias_n,
-                                   const aotc_activation *act, unsigned char *scratch) {
+AOTC_ENGINE_FN void aotc_sgemm_packed_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                          const float *A, int64_t lda, int trans_a,
+                                          const float *packed_b, float *C, int64_t ldc,
+                                          const float *bias_m, const float *bias_n,
+                                          const aotc_activation *act, unsigned char *scratch) {
   aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, 0, 0, packed_b, C, ldc,
                   bias_m, bias_n, NULL, act, scratch);
 }
 
-/* aotc_sgemm_act with A already packed (aotc_sgemm_a_panel_'s layout: a caller that
- * builds A, such as an unfolding conv, writes it there directly) and B packed or not
- * (packed_b NULL: B, ldb, trans_b as for aotc_sgemm). `scratch` holds at least
- * aotc_sgemm_scratch_bytes(M, N, K) - aotc_sgemm_packed_scratch_bytes(M, N, K) bytes
- * (none for a packed B), 64-byte aligned. The same bits as the unpacked A. */
-AOTC_FN void aotc_sgemm_packed_a_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                                     const float *packed_a, const float *B, int64_t ldb, int trans_b,
-                                     const float *packed_b, float *C, int64_t ldc,
-                                     const float *bias_m, const float *bias_n,
-                                     const aotc_activation *act, unsigned char *scratch) {
+AOTC_ENGINE_FN void aotc_sgemm_packed_a_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                            const float *packed_a, const float *B, int64_t ldb, int trans_b,
+                                            const float *packed_b, float *C, int64_t ldc,
+                                            const float *bias_m, const float *bias_n,
+                                            const aotc_activation *act, unsigned char *scratch) {
   aotc_sgemm_run_(pool, M, N, K, NULL, 0, 0, packed_a, B, ldb, trans_b, packed_b, C, ldc,
                   bias_m, bias_n, NULL, act, scratch);
 }
 
-/* Y = alpha * Y (+ beta * C[i * csi + j * csj]) over an M x N row-major Y; C may be NULL
- * (strides 0 broadcast C): the epilogue of Gemm when C does not fit a bias vector. */
-AOTC_FN void aotc_sgemm_scale_add(int64_t M, int64_t N, float *Y, float alpha, const float *C,
-                                  int64_t csi, int64_t csj, float beta) {
+AOTC_ENGINE_FN void aotc_sgemm_scale_add(int64_t M, int64_t N, float *Y, float alpha, const float *C,
+                                         int64_t csi, int64_t csj, float beta) {
   int64_t i, j;
   for (i = 0; i < M; i++) {
     float *y = Y + i * N;
@@ -483,6 +524,8 @@ AOTC_FN void aotc_sgemm_scale_add(int64_t M, int64_t N, float *Y, float alpha, c
     }
   }
 }
+
+#endif /* AOTC_ENGINE_EXTERN */
 
 /* C = A B (M x K times K x N, row-major), each output summed in ACC over k in index
  * order: LOAD(element) widens, STORE(CANON(sum)) writes (a cast or a function-like

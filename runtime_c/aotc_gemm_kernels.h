@@ -10,7 +10,8 @@
  * Arithmetic: each C element is one accumulator, acc = acc + a[k] * b[k] for k in
  * order; fast mode fuses that into one FMA where the ISA has it, exact mode rounds the
  * product and the sum separately. Masked loads and stores handle ragged columns. */
-#ifndef AOTC_GEMM_KERNELS_H_
+/* Nothing here for a model compiled against the engine object (AOTC_ENGINE_EXTERN). */
+#if !defined(AOTC_GEMM_KERNELS_H_) && !defined(AOTC_ENGINE_EXTERN)
 #define AOTC_GEMM_KERNELS_H_
 
 #include "aotc_base.h"
@@ -209,40 +210,20 @@ typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int
                                     const float *b, int64_t bks, float *c, int64_t ldc, int64_t cols,
                                     int first, const aotc_sgemm_epilogue_ *ep);
 
-/* The tiles take most of a model's compile time (seconds at -O3), so a build may make
- * them once, apart from its models (aotc/build.py keeps the object per compiler and
- * flags): with AOTC_SGEMM_TILES_EXTERN this header only declares them, and a file that
- * defines AOTC_SGEMM_TILES_DEFINE before including it defines them. Either way they stay
- * inside the shared library (hidden). Without either, they are static, as everything else. */
-#if defined(AOTC_SGEMM_TILES_EXTERN) || defined(AOTC_SGEMM_TILES_DEFINE)
-#if defined(__GNUC__) || defined(__clang__)
-#define AOTC_SGEMM_TILE_LINKAGE_ __attribute__((visibility("hidden"), noinline))
-#else
-#define AOTC_SGEMM_TILE_LINKAGE_
-#endif
-#else
-#define AOTC_SGEMM_TILE_LINKAGE_ AOTC_NOINLINE
-#endif
-
 #define AOTC_SGEMM_TILE_HEAD_(R)                                                           \
-  AOTC_SGEMM_TILE_LINKAGE_ void aotc_sgemm_tile_##R##_(                                     \
+  AOTC_NOINLINE void aotc_sgemm_tile_##R##_(                                                \
       int64_t kc, const float *a, int64_t ars, int64_t aks, const float *b, int64_t bks,    \
       float *c, int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep)
 
 /* One compiled tile per row count, each with its loops fully unrolled; A is k-major
  * (ars = 1) or row-major (aks = 1). */
-#if defined(AOTC_SGEMM_TILES_EXTERN) && !defined(AOTC_SGEMM_TILES_DEFINE)
-#define AOTC_SGEMM_TILE_ROWS_(R) AOTC_SGEMM_TILE_HEAD_(R);
-#else
 #define AOTC_SGEMM_TILE_ROWS_(R)                                                           \
-  AOTC_SGEMM_TILE_HEAD_(R);                                                                \
   AOTC_SGEMM_TILE_HEAD_(R) {                                                               \
     if (ars == 1) /* k-major A: rows at fixed offsets */                                  \
       aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, bks, c, ldc, cols, first, ep);              \
     else                                                                                   \
       aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, bks, c, ldc, cols, first, ep);              \
   }
-#endif
 AOTC_SGEMM_TILE_ROWS_(1)
 AOTC_SGEMM_TILE_ROWS_(2)
 AOTC_SGEMM_TILE_ROWS_(3)

@@ -164,8 +164,8 @@ def test_processes_compiling_one_model_at_once_all_succeed(tmp_path, monkeypatch
     _assert_every_entry_loads(cache, expected)
 
 
-def test_the_gemm_tiles_are_compiled_once_and_stay_inside_each_library(tmp_path, monkeypatch):
-    """Models with a matrix product link one cached object of the GEMM tiles per compiler
+def test_the_engine_is_compiled_once_and_stays_inside_each_library(tmp_path, monkeypatch):
+    """Models with a matrix product link one cached object of the engine per compiler
     and flags; its symbols are not exported, so libraries built with other flags (exact
     mode, another target) loaded in one process never share them."""
     import ctypes
@@ -181,8 +181,8 @@ def test_the_gemm_tiles_are_compiled_once_and_stay_inside_each_library(tmp_path,
     np.testing.assert_allclose(sessions[0].run(X), expected, rtol=1e-5, atol=1e-6)
     for sess in sessions[1:]:
         np.testing.assert_array_equal(sess.run(X), X @ w)
-    objects = sorted(p.name for p in (cache / compiler.OBJECTS_DIR).iterdir())
-    assert len(objects) == 2 and all(n.startswith("aotc_tiles-") and n.endswith(".o") for n in objects)
+    objects = sorted(p.name for p in (cache / compiler.OBJECTS_DIR).glob("*.o"))
+    assert len(objects) == 2 and all(n.startswith("aotc_engine-") for n in objects)
     for sess in sessions:
         library = ctypes.CDLL(str(next(Path(sess.out_dir).glob("*.so"))))
-        assert not hasattr(library, "aotc_sgemm_tile_1_")
+        assert not hasattr(library, "aotc_sgemm") and not hasattr(library, "aotc_sgemm_tile_1_")
