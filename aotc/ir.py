@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+AOTC_DOMAIN = "ai.aotc"   # aotc's own operators: what the passes fuse into
+
 
 @dataclass
 class Node:

@@ -13,6 +13,7 @@ strides the perms give, so no transpose is ever copied.
 """
 import numpy as np
 
+from ..ir import AOTC_DOMAIN
 from .base import OpDef, TensorType, broadcast_shapes, c_float, c_ints, strides
 
 FLOAT = (np.float32,)
@@ -176,5 +177,5 @@ def _evaluate(ctx, arrays):
 
 
 OPS = [
-    OpDef("Attention", _infer, _emit, _evaluate, scratch=_scratch, domain="ai.aotc", since=1),
+    OpDef("Attention", _infer, _emit, _evaluate, scratch=_scratch, domain=AOTC_DOMAIN, since=1),
 ]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes
+from ..ir import AOTC_DOMAIN
 from .base import OpDef, TensorType
 
 MAX_SPATIAL = 3
@@ -171,7 +172,7 @@ def _pads_and_output(ctx, in_dims, kernel, strides, dilations):
 
 
 def _geometry(ctx):
-    ctx.require_inputs(2, 4 if ctx.node.domain == "ai.aotc" else 3)   # FusedConv: + residual
+    ctx.require_inputs(2, 4 if ctx.node.domain == AOTC_DOMAIN else 3)   # FusedConv: + residual
     ctx.require_dtype(0, TYPES)
     x, w = ctx.inputs[0], ctx.inputs[1]
     if w.dtype != x.dtype:

@@ -15,6 +15,7 @@ the separate operators. Constant evaluation reuses the standalone operators' num
 import numpy as np
 
 from .. import dtypes
+from ..ir import AOTC_DOMAIN
 from . import activations, conv, gelu
 from .base import OpDef, TensorType, c_float
 from .matmul import pack_b, sgemm_packed_scratch_bytes
@@ -162,7 +163,7 @@ def _conv_emit(ctx):
 
 OPS = [
     OpDef("Linear", _linear_infer, _linear_emit, _linear_evaluate, scratch=_linear_scratch,
-          domain="ai.aotc", since=1, supports_exact=True),
-    OpDef("FusedConv", _conv_infer, _conv_emit, scratch=conv.scratch, domain="ai.aotc", since=1,
+          domain=AOTC_DOMAIN, since=1, supports_exact=True),
+    OpDef("FusedConv", _conv_infer, _conv_emit, scratch=conv.scratch, domain=AOTC_DOMAIN, since=1,
           supports_exact=True),
 ]

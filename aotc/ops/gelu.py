@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from ..ir import AOTC_DOMAIN
 from .activations import epilogue_expression, epilogue_params
 from .base import OpDef, TensorType, c_double
 from .unary import FLOAT32_EXACT, canonical_nan, exact_support, math_fn
@@ -64,6 +65,6 @@ def _emit(ctx):
 OPS = [
     OpDef("Gelu", _infer, _emit, evaluate, since=20, in_place_inputs=(0,),
           supports_exact=exact_support(FLOAT32_EXACT)),
-    OpDef("Gelu", _infer, _emit, evaluate, domain="ai.aotc", since=1, in_place_inputs=(0,),
+    OpDef("Gelu", _infer, _emit, evaluate, domain=AOTC_DOMAIN, since=1, in_place_inputs=(0,),
           supports_exact=exact_support(FLOAT32_EXACT)),
 ]

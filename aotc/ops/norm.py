@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 
 from .. import dtypes
+from ..ir import AOTC_DOMAIN
 from .base import OpDef, TensorType, c_double, c_float
 from .norms_extra import norm_set
 
@@ -252,4 +253,4 @@ OPS = [
     OpDef("LayerNormalization", _ln_infer, _ln_emit, since=17, supports_exact=True),
 ]
 # the layernorm pass makes it for models of any opset
-OPS.append(dataclasses.replace(OPS[-1], domain="ai.aotc", since=1))
+OPS.append(dataclasses.replace(OPS[-1], domain=AOTC_DOMAIN, since=1))

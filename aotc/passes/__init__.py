@@ -9,10 +9,10 @@ After each pass, nodes nothing reads are removed.
 from . import (attention, constant_fold, conv_activation, conv_batchnorm_fold, conv_pad_fold, gelu, layernorm,
                linear_pack_fuse)
 from ..errors import AotcError, InvalidModel
+from ..ir import AOTC_DOMAIN
 from .graph_tools import remove_unused
 
 LEVELS = {"none": 0, "basic": 1, "all": 2}
-FUSED_DOMAIN = "ai.aotc"   # aotc's own operators, made by the passes
 
 # (module, minimum level, preserves bits). The int8 passes (qdq, matmul-integer-fusion)
 # take the head of this table when they come.
@@ -46,7 +46,7 @@ def run_passes(graph, opt_level, mode):
     Returns ({pass name: times fired}, [refusal notes])."""
     fired = {}
     ctx = PassContext(mode)
-    graph.opsets.setdefault(FUSED_DOMAIN, 1)
+    graph.opsets.setdefault(AOTC_DOMAIN, 1)
     for module, level, preserves_bits in PASSES:
         if LEVELS[opt_level] < LEVELS[level] or (mode == "exact" and not preserves_bits):
             continue

@@ -6,6 +6,8 @@ attributes of aotc's fused operators (Linear, FusedConv):
     clip_min, clip_max: Clip's bounds (absent: unbounded)
     gelu_approximate: Gelu's approximate ('none' | 'tanh')
 """
+from ..ir import AOTC_DOMAIN
+
 SIMPLE = ("Relu", "HardSwish", "Sigmoid", "Tanh")
 
 
@@ -13,7 +15,7 @@ def activation_attrs(m, node):
     """The fused attributes for activation node `node`, or None when it cannot fuse."""
     if node.op_type in SIMPLE and not node.domain:
         return {"activation": node.op_type}
-    if node.op_type == "Gelu" and node.domain in ("", "ai.aotc"):
+    if node.op_type == "Gelu" and node.domain in ("", AOTC_DOMAIN):
         return {"activation": "Gelu", "gelu_approximate": node.attr("approximate", "none")}
     if node.domain:
         return None

@@ -13,7 +13,7 @@ Fires on float32 attention only: the kernel computes in float32.
 """
 import numpy as np
 
-from ..ir import Node
+from ..ir import AOTC_DOMAIN, Node
 from .graph_tools import Rewrite
 from .patterns import Matcher, other_input
 
@@ -33,7 +33,7 @@ def run(graph, ctx):
         inputs = [match["q"], match["k"], match["v"]] + ([match["mask"]] if match["mask"] else [])
         rewrite.replace(match["members"], last, Node("Attention", last.name, inputs, [last.outputs[0]], {
             "scale": match["scale"], "q_perm": match["q_perm"], "k_perm": match["k_perm"],
-            "v_perm": match["v_perm"], "out_perm": match["out_perm"]}, "ai.aotc"))
+            "v_perm": match["v_perm"], "out_perm": match["out_perm"]}, AOTC_DOMAIN))
     return rewrite.apply(graph)
 
 

@@ -3,7 +3,7 @@ whose bias and activation run in the convolution's tile epilogue. Preserves bits
 activation is the operator's own arithmetic on the same values."""
 import numpy as np
 
-from ..ir import Node
+from ..ir import AOTC_DOMAIN, Node
 from .activation import activation_attrs
 from .graph_tools import Rewrite
 from .patterns import Matcher
@@ -29,5 +29,5 @@ def run(graph, ctx):
             continue
         if attrs is not None:
             rewrite.replace([conv], act, Node("FusedConv", conv.name, list(conv.inputs),
-                                              [act.outputs[0]], {**conv.attrs, **attrs}, "ai.aotc"))
+                                              [act.outputs[0]], {**conv.attrs, **attrs}, AOTC_DOMAIN))
     return rewrite.apply(graph)

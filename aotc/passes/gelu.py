@@ -9,7 +9,7 @@ reader. Does not preserve bits: the fused expression is not the five operators' 
 """
 import math
 
-from ..ir import Node
+from ..ir import AOTC_DOMAIN, Node
 from .graph_tools import Rewrite
 from .patterns import Matcher, other_input
 
@@ -28,7 +28,7 @@ def run(graph, ctx):
         x, members, last = match
         rewrite.replace(members, last, Node("Gelu", last.name, [x], [last.outputs[0]],
                                             {"approximate": "none" if node.op_type == "Erf" else "tanh"},
-                                            "ai.aotc"))
+                                            AOTC_DOMAIN))
     return rewrite.apply(graph)
 
 

@@ -7,7 +7,7 @@
 becomes LayerNormalization(x, gamma, beta, axis=-1, epsilon=eps) in the ai.aotc domain
 (any opset). Only the last axis is fused: without shapes a positive axis is ambiguous.
 """
-from ..ir import Node
+from ..ir import AOTC_DOMAIN, Node
 from .graph_tools import Rewrite
 from .patterns import Matcher, other_input
 
@@ -26,7 +26,7 @@ def run(graph, ctx):
         members, last, x, gamma, beta, eps = match
         rewrite.replace(members, last, Node("LayerNormalization", last.name,
                                             [x, gamma] + ([beta] if beta else []), [last.outputs[0]],
-                                            {"axis": -1, "epsilon": eps}, "ai.aotc"))
+                                            {"axis": -1, "epsilon": eps}, AOTC_DOMAIN))
     return rewrite.apply(graph)
 
 

@@ -9,7 +9,7 @@ bits: packing is a copy, the bias one rounded add, the activation the operator's
 """
 import numpy as np
 
-from ..ir import Node
+from ..ir import AOTC_DOMAIN, Node
 from .activation import activation_attrs
 from .graph_tools import Rewrite, fresh_name
 from .patterns import Matcher, other_input
@@ -40,7 +40,7 @@ def run(graph, ctx):
             attrs, last = act_attrs, act
             members.append(act)
         rewrite.replace(members, last, Node("Linear", node.name, [a, b] + ([bias] if bias else []),
-                                            [last.outputs[0]], attrs, "ai.aotc"))
+                                            [last.outputs[0]], attrs, AOTC_DOMAIN))
     return rewrite.apply(graph)
 
 

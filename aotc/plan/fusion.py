@@ -10,12 +10,11 @@ pass over memory. Preserves bits: the same adds, in the same order, each rounded
 """
 import numpy as np
 
-from ..ir import Node
+from ..ir import AOTC_DOMAIN, Node
 from ..passes.activation import activation_attrs
 from ..passes.graph_tools import Rewrite
 from ..passes.patterns import Matcher
 
-FUSED_DOMAIN = "ai.aotc"
 CONV_RESIDUAL = "conv-residual"
 
 
@@ -37,10 +36,10 @@ def fuse_residual_adds(graph, types):
             members = [conv, add] + ([act] if attrs is not None else [])
             inputs = (list(conv.inputs) + ["", ""])[:3] + [residual]
             rewrite.replace(members, last, Node("FusedConv", conv.name, inputs, [last.outputs[0]],
-                                                {**conv.attrs, **(attrs or {})}, FUSED_DOMAIN))
+                                                {**conv.attrs, **(attrs or {})}, AOTC_DOMAIN))
             break
     if rewrite.count:
-        graph.opsets.setdefault(FUSED_DOMAIN, 1)
+        graph.opsets.setdefault(AOTC_DOMAIN, 1)
     return rewrite.apply(graph)
 
 
@@ -48,7 +47,7 @@ def _fusable(conv, made, residual, types):
     """A float32 conv with no residual nor activation of its own, not folded to a
     constant, whose output has the residual's shape and type."""
     if not ((conv.op_type == "Conv" and not conv.domain)
-            or (conv.op_type == "FusedConv" and conv.domain == FUSED_DOMAIN
+            or (conv.op_type == "FusedConv" and conv.domain == AOTC_DOMAIN
                 and len(conv.inputs) < 4 and conv.attr("activation") is None)):
         return False
     y, r, x = types[made], types[residual], types[conv.inputs[0]]
