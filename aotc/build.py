@@ -1,9 +1,10 @@
-"""Build: the generated C -> an object file -> a cffi extension module in OUT_DIR.
+"""Build: the generated C -> an object file -> a shared library in OUT_DIR.
 
-The model's C is compiled here with flags chosen by target and mode; cffi then only
-compiles its small wrapper and links the object in. The engine (GEMM, convolution,
-attention), most of the compile time of any model that uses it, is compiled once per
-compiler and flags into a cached object and linked in (AOTC_ENGINE_EXTERN, aotc_base.h).
+The model's C is compiled here with flags chosen by target and mode and linked into
+lib<name>.so, which session.py opens with cffi (ABI mode: no wrapper to compile). The
+engine (GEMM, convolution, attention), most of the compile time of any model that uses
+it, is compiled once per compiler and flags into a cached object and linked in
+(AOTC_ENGINE_EXTERN, aotc_base.h).
 """
 import fcntl
 import functools
@@ -76,14 +77,14 @@ def compiler():
 def _run(cmd, cwd, what):
     result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:
-        raise BuildError(f"compiling {what} failed:\n{' '.join(cmd)}\n{result.stderr[-4000:]}")
+        raise BuildError(f"{what} failed:\n{' '.join(cmd)}\n{result.stderr[-4000:]}")
 
 
 def compile_object(out_dir, name, target, mode, sanitize=False, extra_flags=()):
     """<name>.c -> <name>.o, run in out_dir so the assembler finds the weights."""
     cmd = [compiler(), *c_flags(target, mode, sanitize), *extra_flags, "-I.", "-Wa,-I.", "-c",
            f"{name}.c", "-o", f"{name}.o"]
-    _run(cmd, out_dir, f"{name}.c")
+    _run(cmd, out_dir, f"compiling {name}.c")
     return os.path.join(out_dir, f"{name}.o")
 
 
@@ -123,36 +124,23 @@ def engine_object(cache_dir, target, mode, sanitize=False):
             with tempfile.TemporaryDirectory(prefix="aotc-engine-", dir=cache_dir) as tmp:
                 with open(os.path.join(tmp, "engine.c"), "w") as f:
                     f.write("#define AOTC_ENGINE_DEFINE\n" + "".join(f'#include "{h}"\n' for h in ENGINE_HEADERS))
-                _run([compiler(), *flags, f"-I{runtime}", "-c", "engine.c", "-o", "engine.o"], tmp, "the engine")
+                _run([compiler(), *flags, "-ffunction-sections", f"-I{runtime}", "-c", "engine.c",
+                      "-o", "engine.o"], tmp, "compiling the engine")
                 os.replace(os.path.join(tmp, "engine.o"), path)   # atomic: readers see all or nothing
     return path
 
 
-def build_extension(out_dir, name, module_name, target, mode, sanitize=False, engine_cache=None):
-    """Compile the model and its cffi wrapper; returns the extension's file name.
+def build_library(out_dir, name, target, mode, sanitize=False, engine_cache=None):
+    """Compile the model and link it into the shared library out_dir/lib<name>.so, which
+    session.py opens through cffi (no wrapper to compile); returns its file name.
     engine_cache: a folder for the cached engine object (None: compiled into the model)."""
-    import cffi   # imported here: a compiled model runs without cffi's compiler part
-
     objects = []
     if engine_cache is not None and uses_engine(out_dir, name):
         objects.append(engine_object(engine_cache, target, mode, sanitize))
     obj = compile_object(out_dir, name, target, mode, sanitize,
                          ["-DAOTC_ENGINE_EXTERN"] if objects else [])
-    ffi = cffi.FFI()
-    ffi.cdef(f"""
-        int {name}_run_array(void *workspace, const void *const *inputs, void *const *outputs);
-        void {name}_set_threads(int threads);
-        size_t {name}_workspace_bytes(void);
-    """)
-    link = ["-lpthread", "-lm"] + (["-fsanitize=address,undefined"] if sanitize else [])
-    ffi.set_source(module_name, f'#include "{name}.h"', include_dirs=[out_dir],
-                   extra_objects=[obj, *objects], extra_link_args=link)
-    with tempfile.TemporaryDirectory(prefix="aotc-cffi-") as tmp:
-        try:
-            built = ffi.compile(tmpdir=tmp, verbose=False)
-        except Exception as e:
-            raise BuildError(f"building the Python module for {name} failed: {e}") from e
-        target_path = os.path.join(out_dir, os.path.basename(built))
-        os.replace(built, target_path)
+    library = f"lib{name}.so"
+    link = [compiler(), "-shared", "-Wl,--gc-sections", "-o", library, obj, *objects, "-lpthread", "-lm"]
+    _run(link + (["-fsanitize=address,undefined"] if sanitize else []), out_dir, f"linking {library}")
     os.remove(obj)
-    return os.path.basename(target_path)
+    return library

@@ -117,16 +117,15 @@ def _build_entry(entry, graph, shapes, name, digest, options):
                          fuse=passes.LEVELS[options["opt_level"]] >= passes.LEVELS["all"])
         fired = {**fired, **plan.fusions}
         surface = codegen.generate(plan, name, tmp, options["target"], options["weights"])
-        module = f"_aotc_{name}_{digest}"
-        extension = build.build_extension(tmp, name, module, options["target"], options["mode"],
-                                          options["sanitize"], os.path.join(cache_root(), OBJECTS_DIR))
+        library = build.build_library(tmp, name, options["target"], options["mode"], options["sanitize"],
+                                      os.path.join(cache_root(), OBJECTS_DIR))
         report = {
             "passes": fired, "pass_notes": notes, "nodes_before": plan.nodes_before, "nodes_after": plan.nodes_after,
             "workspace_bytes": plan.workspace_bytes, "intermediate_bytes": plan.intermediate_bytes,
             "weights_bytes": surface["weights_bytes"], "mode": options["mode"],
             "target": options["target"], "opt_level": options["opt_level"],
         }
-        manifest = {"name": name, "module": module, "extension": extension,
+        manifest = {"name": name, "library": library,
                     "aotc_version": __version__, "workspace_bytes": plan.workspace_bytes,
                     "inputs": surface["inputs"], "outputs": surface["outputs"],
                     "options": options, "report": report}

@@ -1,16 +1,15 @@
 """Session: runs a compiled model from its output folder.
 
-This file needs only numpy and cffi's backend: aotc copies it into every output
+This file needs only numpy and cffi (no C compiler): aotc copies it into every output
 folder as the importable module <name>.py, so a compiled model runs where aotc is not
 installed. Keep it free of other aotc imports.
 """
-import importlib.util
 import json
 import os
-import sys
 import threading
 from collections import namedtuple
 
+import cffi
 import numpy as np
 
 try:
@@ -47,18 +46,28 @@ def default_threads():
     return os.cpu_count() or 1
 
 
-def _load_extension(out_dir, manifest):
-    module_name = manifest["module"]
-    module = sys.modules.get(module_name)
-    if module is None:
-        path = os.path.join(out_dir, manifest["extension"])
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None:
-            raise AotcError(f"{path} is not a loadable extension module")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[module_name] = module
-    return module.ffi, module.lib
+_LIBRARIES = {}              # path -> (ffi, lib): each library is opened once per process
+_LIBRARIES_LOCK = threading.Lock()
+
+
+def _open_library(out_dir, manifest):
+    """The model's shared library, through cffi's ABI mode: its three functions declared
+    here, nothing compiled."""
+    path = os.path.join(out_dir, manifest["library"])
+    name = manifest["name"]
+    with _LIBRARIES_LOCK:
+        if path not in _LIBRARIES:
+            ffi = cffi.FFI()
+            ffi.cdef(f"""
+                int {name}_run_array(void *workspace, const void *const *inputs, void *const *outputs);
+                void {name}_set_threads(int threads);
+                size_t {name}_workspace_bytes(void);
+            """)
+            try:
+                _LIBRARIES[path] = ffi, ffi.dlopen(path)
+            except OSError as e:
+                raise AotcError(f"{path} is not a loadable library: {e}") from None
+        return _LIBRARIES[path]
 
 
 class Session:
@@ -77,7 +86,7 @@ class Session:
         self._dims_offsets = [t.get("dims_offset") for t in m["outputs"]]
         self._data_dependent = any(offset is not None for offset in self._dims_offsets)
         self.report = dict(m["report"])
-        self._ffi, self._lib = _load_extension(self.out_dir, m)
+        self._ffi, self._lib = _open_library(self.out_dir, m)
         self._run = getattr(self._lib, f"{self.name}_run_array")
         self._workspace_bytes = int(m["workspace_bytes"])
         self._idle = []

@@ -154,7 +154,7 @@ def test_processes_compiling_one_model_at_once_all_succeed(tmp_path, monkeypatch
     for code, out, err in results:
         assert code == 0, err[-3000:]
         np.testing.assert_allclose(np.array(eval(out)), expected, rtol=1e-5, atol=1e-6)  # noqa: S307
-    assert len(list(tmp_path.glob("marker.*"))) >= 2 * processes    # model build and cffi build each
+    assert len(list(tmp_path.glob("marker.*"))) >= 2 * processes    # the model compiled and linked, each
     entries = [p for p in cache.iterdir() if not p.name.startswith(".") and p.name != compiler.OBJECTS_DIR]
     assert len(entries) == 1
     assert [p for p in cache.iterdir() if p.name.startswith(".")] == []   # temporary folders removed
