@@ -53,6 +53,9 @@ _LIBRARIES_LOCK = threading.Lock()
 def _open_library(out_dir, manifest):
     """The model's shared library, through cffi's ABI mode: its three functions declared
     here, nothing compiled."""
+    if "library" not in manifest:
+        raise AotcError(f"{out_dir} was compiled by an earlier aotc (its manifest names no shared "
+                        "library): compile the model again")
     path = os.path.join(out_dir, manifest["library"])
     name = manifest["name"]
     with _LIBRARIES_LOCK:

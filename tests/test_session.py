@@ -1,4 +1,5 @@
 """Session: the run forms, input checks before anything runs, threads, reloading."""
+import json
 import os
 import subprocess
 import sys
@@ -117,6 +118,18 @@ def test_load_reopens_an_output_folder(tmp_path):
     sess = aotc.load(tmp_path / "out")
     a, b = random((4, 8)), random((8,))
     np.testing.assert_array_equal(sess.run({"a": a, "b": b})["s"], a + b)
+
+
+def test_a_folder_from_an_earlier_aotc_is_refused_by_name(tmp_path):
+    """Folders built before the shared library (a cffi extension module, no "library" in
+    the manifest) get an aotc error saying to compile again, not a KeyError."""
+    out = tmp_path / "out"
+    aotc.compile(_one_input((3,)), out_dir=out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    del manifest["library"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(aotc.AotcError, match="earlier aotc"):
+        aotc.load(out)
 
 
 def test_the_output_folder_imports_without_aotc(tmp_path):

@@ -19,7 +19,7 @@ ALWAYS = ("aotc_base.h", "aotc_threads.h")   # error codes and the pool, in ever
 _NAME = re.compile(r"\b(?:aotc|AOTC)_\w*")
 _DEFINITIONS = (
     re.compile(r"^\s*#\s*define\s+((?:aotc|AOTC)_\w*)", re.M),                      # macros
-    re.compile(r"^AOTC_(?:ENGINE_)?FN\b[^(;={]*?\b((?:aotc|AOTC)_\w*)\s*\(", re.M),     # kernels
+    re.compile(r"^AOTC_(?:ENGINE_)?FN\b[^(;={]*?\b((?:aotc|AOTC)_\w*)\s*\(", re.M),  # kernels
     re.compile(r"^static\b[^(;={]*?\b((?:aotc|AOTC)_\w*)\s*(?:\[|=|\()", re.M),     # tables
     re.compile(r"^\s*typedef\b[^;{]*?\b((?:aotc|AOTC)_\w*)\s*;", re.M),              # typedefs
     re.compile(r"^\}\s*((?:aotc|AOTC)_\w*)\s*;", re.M),                              # structs
