@@ -8,7 +8,8 @@
  *   aotc_conv_pointwise   1x1 kernel, stride 1, no pad: one GEMM per image and group;
  *   aotc_conv_direct      one input channel per group (depthwise): direct loops,
  *                         parallel over blocks of channels or of output rows; 3x3
- *                         kernels on AVX-512 by masked vectors of 16 output columns;
+ *                         kernels on AVX-512 by masked vectors of 16 output columns,
+ *                         on AVX2 by vectors of 8 over zero-bordered bands;
  *   aotc_conv_im2col      output pixels cut into column blocks, each block unfolded
  *                         into scratch (im2col) straight into the GEMM's packed-B
  *                         layout and multiplied by one aotc_sgemm_packed;
@@ -137,6 +138,7 @@ typedef struct {
   int64_t inner_lo, inner_hi;   /* output columns where every kx tap is inside the row */
   const struct aotc_conv_flat_ *flat;   /* AVX-512 3x3 planes, NULL: row by row */
   const struct aotc_conv_s2_ *s2;       /* AVX-512 3x3 stride-2 rows, NULL: the row kernel */
+  const struct aotc_conv_band_ *band;   /* 3x3 over zero-bordered bands, NULL: the row kernel */
 } aotc_conv_direct_args_;
 
 /* yrow[ow] += sum over kx in order of wx[kx] * src[ow * sw + kx * dw - pw], for the
@@ -550,6 +552,131 @@ AOTC_FN void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s2_ *s2
 }
 #endif
 
+#if defined(AOTC_SGEMM_PATH_AVX2)
+/* ---- 3x3 depthwise over zero-bordered bands, AVX2: 8 output pixels a vector -------- */
+
+/* The row kernel spends planes of 7 to 56 columns on loop set-up and border code, and
+ * stride 2 on scalar gathers. Here a band of output rows is made from a copy of the
+ * input rows it reads, split into s x s phase planes for stride s (1 or 2) with the
+ * padding written as zeros: phase (py, px) holds the bordered input's rows r * s + py
+ * and columns j * s + px, `pitch` = out_w + 2 / s columns a row. Output pixel (oh, ow)
+ * of the band taken as flat index q = oh * pitch + ow, tap (ky, kx) is the element
+ * (ky / s) * pitch + kx / s past q in phase (ky % s, kx % s): every tap is one plain
+ * vector load, and the band's outputs land in a run of rows `pitch` apart, copied to
+ * Y without the columns past the output. A padding tap adds w * 0, which leaves the sum
+ * as it was (the sum is never -0) when w is finite, so the sums are the row kernel's,
+ * in its order (from +0, taps in (ky, kx) order, then the bias); a channel with a
+ * non-finite weight goes to the row kernel. */
+#define AOTC_CONV_BAND_FLOATS 4096   /* floats of a band's phase planes (on the stack) */
+#define AOTC_CONV_BAND_VECTORS 4     /* independent sums at once: an FMA's latency hidden */
+
+typedef struct aotc_conv_band_ {
+  int64_t stride, pitch, rows;   /* rows: output rows per band, at most */
+  int64_t offset[9];             /* tap t: its element past q in its phase plane */
+  int64_t phase[9];              /* tap t: where its phase plane starts */
+} aotc_conv_band_;
+
+/* Floats of the phase planes of a band of `rows` output rows, plus the slack that the
+ * last vectors read past them (two taps' columns and the lanes past the band, up to a
+ * whole group of AOTC_CONV_BAND_VECTORS vectors). */
+AOTC_FN int64_t aotc_conv_band_floats_(int64_t stride, int64_t pitch, int64_t rows) {
+  return stride * stride * (rows + 2 / stride) * pitch + (AOTC_CONV_BAND_VECTORS + 1) * AOTC_VW;
+}
+
+/* Plans the band kernel for this shape; 0 when it does not apply. */
+AOTC_FN int aotc_conv_band_plan_(const aotc_conv_geom *g, aotc_conv_band_ *b) {
+  const int64_t s = g->stride[2];
+  int64_t t;
+  if (!(g->kernel[0] == 1 && g->in[0] == 1 && g->out[0] == 1 && g->kernel[1] == 3 &&
+        g->kernel[2] == 3 && g->dilation[1] == 1 && g->dilation[2] == 1 && g->stride[1] == s &&
+        (s == 1 || s == 2)))
+    return 0;
+  b->stride = s;
+  b->pitch = g->out[2] + 2 / s;
+  b->rows = AOTC_MIN(g->out[1], AOTC_CONV_BAND_FLOATS / (s * s * b->pitch) - 2 / s);
+  if (b->rows < 1 || aotc_conv_band_floats_(s, b->pitch, b->rows) > AOTC_CONV_BAND_FLOATS) return 0;
+  for (t = 0; t < 9; t++) {
+    const int64_t ky = t / 3, kx = t % 3, rows = b->rows + 2 / s;
+    b->offset[t] = ky / s * b->pitch + kx / s;
+    b->phase[t] = ((ky % s) * s + kx % s) * rows * b->pitch;
+  }
+  return 1;
+}
+
+/* The phase planes of the band whose output rows start at oh0, from one input plane. */
+AOTC_FN void aotc_conv_band_fill_(const aotc_conv_geom *g, const aotc_conv_band_ *b, const float *plane,
+                                  int64_t oh0, float *AOTC_RESTRICT q) {
+  const int64_t s = b->stride, pitch = b->pitch, rows = b->rows + 2 / s;
+  const int64_t in_h = g->in[1], in_w = g->in[2];
+  int64_t py, px, r, j;
+  for (py = 0; py < s; py++)
+    for (px = 0; px < s; px++) {
+      int64_t lo, hi;   /* the columns that fall inside the input row */
+      aotc_conv_valid_range_(px - g->pad[2], s, in_w, pitch, &lo, &hi);
+      for (r = 0; r < rows; r++, q += pitch) {
+        const int64_t iy = (oh0 + r) * s + py - g->pad[1];
+        const float *AOTC_RESTRICT src = plane + iy * in_w + px - g->pad[2];
+        if (iy < 0 || iy >= in_h) {
+          for (j = 0; j < pitch; j++) q[j] = 0.0f;
+          continue;
+        }
+        for (j = 0; j < lo; j++) q[j] = 0.0f;
+        if (s == 1)
+          for (j = lo; j < hi; j++) q[j] = src[j];
+        else
+          for (j = lo; j < hi; j++) q[j] = src[2 * j];
+        for (j = hi; j < pitch; j++) q[j] = 0.0f;
+      }
+    }
+  for (j = 0; j < (AOTC_CONV_BAND_VECTORS + 1) * AOTC_VW; j++) q[j] = 0.0f;   /* the slack */
+}
+
+/* Output rows [r0, r1) of one channel (y: its output plane), band by band. */
+AOTC_FN void aotc_conv_band_rows_(const aotc_conv_geom *g, const aotc_conv_band_ *b, const float *plane,
+                                  const float *w, float bias, float *y, int64_t r0, int64_t r1,
+                                  const aotc_activation *act) {
+  float q[AOTC_CONV_BAND_FLOATS] AOTC_ALIGNED(64);
+  float run[AOTC_CONV_BAND_FLOATS] AOTC_ALIGNED(64);   /* the band's outputs, pitch apart */
+  const int64_t ow_n = g->out[2], pitch = b->pitch;
+  const aotc_v_ bv = AOTC_V_SET1(bias);
+  int64_t oh0, t;
+  for (oh0 = r0; oh0 < r1; oh0 += b->rows) {
+    const int64_t rows = AOTC_MIN(b->rows, r1 - oh0), n = rows * pitch;
+    int64_t p, r;
+    aotc_conv_band_fill_(g, b, plane, oh0, q);
+    for (p = 0; p < n; p += AOTC_CONV_BAND_VECTORS * AOTC_VW) {   /* may run past n: slack */
+      aotc_v_ acc[AOTC_CONV_BAND_VECTORS];
+      int v;
+      AOTC_UNROLL(4)
+      for (v = 0; v < AOTC_CONV_BAND_VECTORS; v++) acc[v] = AOTC_V_ZERO();
+      AOTC_UNROLL(9)
+      for (t = 0; t < 9; t++) {
+        const float *src = q + b->phase[t] + b->offset[t] + p;
+        const aotc_v_ wt = AOTC_V_SET1(w[t]);
+        AOTC_UNROLL(4)
+        for (v = 0; v < AOTC_CONV_BAND_VECTORS; v++)
+          acc[v] = AOTC_V_MADD(wt, AOTC_V_LOAD(src + v * AOTC_VW), acc[v]);
+      }
+      AOTC_UNROLL(4)
+      for (v = 0; v < AOTC_CONV_BAND_VECTORS; v++)
+        AOTC_V_STOREN(run + p + v * AOTC_VW, AOTC_V_ADD(acc[v], bv), AOTC_VW);
+    }
+    aotc_activation_apply(act, run, n);
+    aotc_conv_canon_(run, n);
+    for (r = 0; r < rows; r++)
+      memcpy(y + (oh0 + r) * ow_n, run + r * pitch, (size_t)ow_n * sizeof(float));
+  }
+}
+
+/* Whether the band kernel's sums are the row kernel's for these weights. */
+AOTC_FN int aotc_conv_band_weights_ok_(const float *w) {
+  int t;
+  for (t = 0; t < 9; t++)
+    if (!(w[t] - w[t] == 0.0f)) return 0;   /* inf or NaN */
+  return 1;
+}
+#endif
+
 /* Output rows [r0, r1) of one channel, row by row, from yrow on. */
 AOTC_FN void aotc_conv_direct_rows_(const aotc_conv_direct_args_ *a, const float *plane, const float *wk,
                                     float bias, float *yrow, int64_t r0, int64_t r1) {
@@ -586,6 +713,10 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
     else if (a->s2)
       aotc_conv_s2_rows_(g, a->s2, plane, wk, bias, yrow - r0 * ow_n, r0, r1, a->act);
     else
+#elif defined(AOTC_SGEMM_PATH_AVX2)
+    if (a->band && aotc_conv_band_weights_ok_(wk))
+      aotc_conv_band_rows_(g, a->band, plane, wk, bias, yrow - r0 * ow_n, r0, r1, a->act);
+    else
 #endif
       aotc_conv_direct_rows_(a, plane, wk, bias, yrow, r0, r1);
     if (a->residual)   /* the rows just made, still in cache */
@@ -605,6 +736,8 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
 #if defined(AOTC_SGEMM_PATH_AVX512)
   aotc_conv_flat_ flat;
   aotc_conv_s2_ s2;
+#elif defined(AOTC_SGEMM_PATH_AVX2)
+  aotc_conv_band_ band;
 #endif
   a.g = g;
   a.x = x;
@@ -616,9 +749,12 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
   a.y = y;
   a.flat = NULL;
   a.s2 = NULL;
+  a.band = NULL;
 #if defined(AOTC_SGEMM_PATH_AVX512)
   if (aotc_conv_flat_plan_(g, &flat)) a.flat = &flat;
   else if (aotc_conv_s2_plan_(g, &s2)) a.s2 = &s2;
+#elif defined(AOTC_SGEMM_PATH_AVX2)
+  if (aotc_conv_band_plan_(g, &band)) a.band = &band;
 #endif
   a.rows_per_task = a.flat ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
   a.row_tasks = (rows + a.rows_per_task - 1) / a.rows_per_task;

@@ -452,20 +452,23 @@ def test_fused_conv_with_residual_matches_conv_add_relu():
         aotc.compile(bad)
 
 
-def test_avx512_kernels_run_clean_under_sanitizers(tmp_path):
-    """The AVX-512 kernels that read by masked loads which may start before or end past
-    a row or plane (the masked lanes are never touched): the flat depthwise one (register
-    and stored activations, odd pads, stride 2 with phase planes wider than the output
-    too, planes smaller than a vector and planes too large for it) and the rows kernel's
-    unfolding (stride 1 and 2, padded rows and columns), clean under AddressSanitizer and
-    UBSan. The other sanitizer tests build the generic path."""
+def test_simd_kernels_run_clean_under_sanitizers(tmp_path):
+    """The native path's kernels that read whole vectors near the ends of rows and
+    planes: on AVX-512 by masked loads (the masked lanes are never touched), the flat
+    depthwise kernel and the rows kernel's unfolding; on AVX2 the depthwise kernel over
+    zero-bordered bands (the slack past a band, bands cut from planes too large for one).
+    Register and stored activations, odd pads, stride 2 with phase planes wider than the
+    output too, planes smaller than a vector; clean under AddressSanitizer and UBSan.
+    The other sanitizer tests build the generic path."""
     from aotc import build
-    if build.resolve_target("native") != "avx512":
-        pytest.skip("needs a machine with AVX-512")
+    target = build.resolve_target("native")
+    if target == "generic":
+        pytest.skip("needs a machine with AVX2 or AVX-512")
     depthwise = [((1, 6, 3, 5), [1, 1, 1, 1], 1, "Clip"), ((1, 6, 3, 5), [2, 0, 0, 2], 1, "Sigmoid"),
                  ((2, 4, 9, 20), [0, 2, 2, 0], 1, "Relu"), ((1, 2, 70, 70), [1, 1, 1, 1], 1, "Relu"),
                  ((1, 6, 7, 9), [1, 1, 1, 1], 2, "Clip"), ((2, 3, 8, 11), [0, 0, 0, 0], 2, "Sigmoid"),
-                 ((1, 2, 80, 80), [0, 0, 1, 1], 2, "Relu"), ((1, 3, 75, 75), [1, 1, 1, 1], 2, "Sigmoid")]
+                 ((1, 2, 80, 80), [0, 0, 1, 1], 2, "Relu"), ((1, 3, 75, 75), [1, 1, 1, 1], 2, "Sigmoid"),
+                 ((1, 2, 100, 97), [1, 0, 1, 2], 1, "Clip")]
     cases = [(x, (x[1], 1, 3, 3), dict(group=x[1], pads=p, strides=[s, s]), act) for x, p, s, act in depthwise]
     cases += [((1, 64, 5, 6), (16, 64, 3, 3), dict(pads=[1, 1, 1, 1]), "Relu"),          # rows
               ((1, 64, 7, 7), (8, 64, 3, 3), dict(pads=[1, 0, 0, 1], strides=[2, 2]), "Tanh")]
@@ -476,9 +479,9 @@ def test_avx512_kernels_run_clean_under_sanitizers(tmp_path):
                   helper.make_node(act, [f"c{i}"], [f"y{i}"])]
         outputs.append((f"y{i}", np.float32, None))
     model = make_model(nodes, [(f"x{i}", np.float32, case[0]) for i, case in enumerate(cases)], outputs, inits)
-    sess = aotc.compile(model, out_dir=tmp_path, name="avx512san")
-    assert "aotc_conv_rows(" in (tmp_path / "avx512san.c").read_text()
-    flags = [f for f in build.c_flags("avx512", "fast") if not f.startswith("-O")]
+    sess = aotc.compile(model, out_dir=tmp_path, name="simdsan")
+    assert "aotc_conv_rows(" in (tmp_path / "simdsan.c").read_text()
+    flags = [f for f in build.c_flags(target, "fast") if not f.startswith("-O")]
     assert run_sanitized(tmp_path, sess.name, flags).split()[0] == "y0"
 
 
@@ -500,6 +503,39 @@ def test_depthwise_stride_2_rows_in_exact_mode_match_the_generic_path():
     got = aotc.compile(model, mode="exact", target=build.resolve_target("native"), threads=2).run({"x": x})
     for name in want:
         assert got[name].tobytes() == want[name].tobytes(), name
+
+
+def test_depthwise_bands_give_the_row_kernels_bits_and_skip_non_finite_weights():
+    """The AVX2 depthwise kernel reads zero borders where the row kernel skips the
+    padding: the same sums while the weights are finite, so a channel with an infinite
+    or NaN weight goes to the row kernel. Planes cut into several bands, stride 1 and 2,
+    odd pads: in exact mode the generic path's bits on every path; in fast mode the same
+    bits at 1 and 2 threads."""
+    from aotc import build
+    n = helper.make_node
+    convs = [((1, 1, 1, 1), 1, (1, 3, 100, 97)), ((0, 1, 2, 1), 2, (1, 3, 101, 90)),
+             ((1, 1, 1, 1), 1, (1, 3, 7, 7))]
+    nodes, inits, inputs, outputs = [], {}, [], []
+    for i, (pads, stride, x_shape) in enumerate(convs):
+        w = random((3, 1, 3, 3), seed=i)
+        w[1, 0, 0, 0], w[2, 0, 2, 1] = np.inf, np.nan
+        inits[f"w{i}"], inits[f"b{i}"] = w, random((3,), seed=10 + i)
+        nodes.append(n("Conv", [f"x{i}", f"w{i}", f"b{i}"], [f"y{i}"], group=3, pads=list(pads),
+                       strides=[stride, stride]))
+        inputs.append((f"x{i}", np.float32, x_shape))
+        outputs.append((f"y{i}", np.float32, None))
+    model = make_model(nodes, inputs, outputs, inits)
+    feed = {name: random(shape, seed=20 + i) for i, (name, _, shape) in enumerate(inputs)}
+    native = build.resolve_target("native")
+    want = aotc.compile(model, mode="exact", target="generic", threads=1).run(feed)
+    got = aotc.compile(model, mode="exact", target=native, threads=2).run(feed)
+    fast_1 = aotc.compile(model, target=native, threads=1).run(feed)
+    fast_2 = aotc.compile(model, target=native, threads=2).run(feed)
+    for name in want:
+        assert got[name].tobytes() == want[name].tobytes(), name
+        assert fast_2[name].tobytes() == fast_1[name].tobytes(), name
+        assert np.isfinite(want[name][:, 0]).all() and not np.isfinite(want[name][:, 1:]).all(), name
+        np.testing.assert_allclose(fast_1[name][:, 0], want[name][:, 0], rtol=1e-5, atol=1e-5)
 
 
 # ---- exact mode ---------------------------------------------------------------------
