@@ -87,10 +87,11 @@ AOTC_FN int64_t aotc_attention_task_floats_(int64_t block_rows, int64_t d, int64
 }
 
 /* exp for the softmax; results below the normal range become 0, so no subnormal ever
- * reaches the products (masked keys would otherwise make them). A product, not a
- * select: gcc vectorizes it. */
+ * reaches the products (masked keys would otherwise make them); NaN stays NaN. A
+ * bit-mask select: a product by the comparison left a branch in the loop, which kept
+ * gcc from vectorizing it. */
 AOTC_FN float aotc_attention_exp_(float x) {
-  return aotc_fast_expf(x) * (float)(x >= -87.0f);
+  return aotc_math_select_(!(x < -87.0f), aotc_fast_expf(x), 0.0f);
 }
 
 /* Columns [k0, k0 + bk) of Kt (strides ks_d, ks_k) as a d x BK tile, zero padded. */
