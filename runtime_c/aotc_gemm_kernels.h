@@ -64,8 +64,8 @@ AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
 #include <immintrin.h>
 #define AOTC_SGEMM_MR 3
 #define AOTC_VW 8
-/* A task: 192 rows by 128 columns, at most. Its strips of B (128 KiB a K-block) stay
- * in L2 while its 3-row panels of A run past them; with 512 columns B came from L3. */
+/* A task: 192 rows by 128 columns, at most: its panels of A (192 KiB a K-block) and
+ * strips of B (128 KiB) stay in L2; with 512 columns B came from L3. */
 #define AOTC_SGEMM_PANELS_PER_TASK 64
 #define AOTC_SGEMM_STRIPS_PER_TASK 4
 typedef __m256 aotc_v_;
