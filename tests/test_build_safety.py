@@ -82,7 +82,10 @@ def _wait_for(predicate, timeout, proc):
 
 
 def _assert_every_entry_loads(cache, expected):
-    """Whatever the cache holds with a manifest must load and compute the right thing."""
+    """Whatever the cache holds with a manifest must load and compute the right thing
+    (a compile killed before it made the cache folder leaves nothing to check)."""
+    if not Path(cache).is_dir():
+        return
     for entry in Path(cache).iterdir():
         if (entry / "manifest.json").is_file():
             sess = aotc.load(entry, threads=1)
