@@ -139,6 +139,7 @@ typedef struct {
   const struct aotc_conv_flat_ *flat;   /* AVX-512 3x3 planes, NULL: row by row */
   const struct aotc_conv_s2_ *s2;       /* AVX-512 3x3 stride-2 rows, NULL: the row kernel */
   const struct aotc_conv_band_ *band;   /* 3x3 over zero-bordered bands, NULL: the row kernel */
+  const struct aotc_conv_lanes_ *lanes; /* 3x3 small planes, 8 channels at once, or NULL */
 } aotc_conv_direct_args_;
 
 /* yrow[ow] += sum over kx in order of wx[kx] * src[ow * sw + kx * dw - pw], for the
@@ -553,81 +554,60 @@ AOTC_FN void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s2_ *s2
 #endif
 
 #if defined(AOTC_SGEMM_PATH_AVX2)
-/* ---- 3x3 depthwise over zero-bordered bands, AVX2: 8 output pixels a vector -------- */
+/* ---- 3x3 depthwise, stride 1, over zero-bordered bands, AVX2: 8 pixels a vector ---- */
 
-/* The row kernel spends planes of 7 to 56 columns on loop set-up and border code, and
- * stride 2 on scalar gathers. Here a band of output rows is made from a copy of the
- * input rows it reads, split into s x s phase planes for stride s (1 or 2) with the
- * padding written as zeros: phase (py, px) holds the bordered input's rows r * s + py
- * and columns j * s + px, `pitch` = out_w + 2 / s columns a row. Output pixel (oh, ow)
- * of the band taken as flat index q = oh * pitch + ow, tap (ky, kx) is the element
- * (ky / s) * pitch + kx / s past q in phase (ky % s, kx % s): every tap is one plain
- * vector load, and the band's outputs land in a run of rows `pitch` apart, copied to
- * Y without the columns past the output. A padding tap adds w * 0, which leaves the sum
- * as it was (the sum is never -0) when w is finite, so the sums are the row kernel's,
- * in its order (from +0, taps in (ky, kx) order, then the bias); a channel with a
- * non-finite weight goes to the row kernel. */
-#define AOTC_CONV_BAND_FLOATS 4096   /* floats of a band's phase planes (on the stack) */
+/* Large stride-1 planes, one channel at a time (smaller planes and stride 2 take eight
+ * channels at a time, below). A band of output rows is made from a copy of the input
+ * rows it reads, the padding written as zeros, `pitch` = out_w + 2 columns a row.
+ * Output pixel (oh, ow) of the band taken as flat index q = oh * pitch + ow, tap
+ * (ky, kx) is the element ky * pitch + kx past q: every tap is one plain vector load,
+ * and the band's outputs land in a run of rows `pitch` apart, copied to Y without the
+ * columns past the output. A padding tap adds w * 0, which leaves the sum as it was
+ * (the sum is never -0) when w is finite, so the sums are the row kernel's, in its
+ * order (from +0, taps in (ky, kx) order, then the bias); a channel with a non-finite
+ * weight goes to the row kernel. */
+#define AOTC_CONV_BAND_FLOATS 4096   /* floats of a band's input copy (on the stack) */
 #define AOTC_CONV_BAND_VECTORS 4     /* independent sums at once: an FMA's latency hidden */
 
 typedef struct aotc_conv_band_ {
-  int64_t stride, pitch, rows;   /* rows: output rows per band, at most */
-  int64_t offset[9];             /* tap t: its element past q in its phase plane */
-  int64_t phase[9];              /* tap t: where its phase plane starts */
+  int64_t pitch, rows;   /* rows: output rows per band, at most */
 } aotc_conv_band_;
 
-/* Floats of the phase planes of a band of `rows` output rows, plus the slack that the
- * last vectors read past them (two taps' columns and the lanes past the band, up to a
- * whole group of AOTC_CONV_BAND_VECTORS vectors). */
-AOTC_FN int64_t aotc_conv_band_floats_(int64_t stride, int64_t pitch, int64_t rows) {
-  return stride * stride * (rows + 2 / stride) * pitch + (AOTC_CONV_BAND_VECTORS + 1) * AOTC_VW;
+/* Floats of the copy for a band of `rows` output rows, plus the slack that the last
+ * vectors read past it (two taps' columns and the lanes past the band, up to a whole
+ * group of AOTC_CONV_BAND_VECTORS vectors). */
+AOTC_FN int64_t aotc_conv_band_floats_(int64_t pitch, int64_t rows) {
+  return (rows + 2) * pitch + (AOTC_CONV_BAND_VECTORS + 1) * AOTC_VW;
 }
 
 /* Plans the band kernel for this shape; 0 when it does not apply. */
 AOTC_FN int aotc_conv_band_plan_(const aotc_conv_geom *g, aotc_conv_band_ *b) {
-  const int64_t s = g->stride[2];
-  int64_t t;
   if (!(g->kernel[0] == 1 && g->in[0] == 1 && g->out[0] == 1 && g->kernel[1] == 3 &&
-        g->kernel[2] == 3 && g->dilation[1] == 1 && g->dilation[2] == 1 && g->stride[1] == s &&
-        (s == 1 || s == 2)))
+        g->kernel[2] == 3 && g->dilation[1] == 1 && g->dilation[2] == 1 && g->stride[1] == 1 &&
+        g->stride[2] == 1))
     return 0;
-  b->stride = s;
-  b->pitch = g->out[2] + 2 / s;
-  b->rows = AOTC_MIN(g->out[1], AOTC_CONV_BAND_FLOATS / (s * s * b->pitch) - 2 / s);
-  if (b->rows < 1 || aotc_conv_band_floats_(s, b->pitch, b->rows) > AOTC_CONV_BAND_FLOATS) return 0;
-  for (t = 0; t < 9; t++) {
-    const int64_t ky = t / 3, kx = t % 3, rows = b->rows + 2 / s;
-    b->offset[t] = ky / s * b->pitch + kx / s;
-    b->phase[t] = ((ky % s) * s + kx % s) * rows * b->pitch;
-  }
-  return 1;
+  b->pitch = g->out[2] + 2;
+  b->rows = AOTC_MIN(g->out[1], AOTC_CONV_BAND_FLOATS / b->pitch - 2);
+  return b->rows >= 1 && aotc_conv_band_floats_(b->pitch, b->rows) <= AOTC_CONV_BAND_FLOATS;
 }
 
-/* The phase planes of the band whose output rows start at oh0, from one input plane. */
+/* The copy for the band whose output rows start at oh0, from one input plane. */
 AOTC_FN void aotc_conv_band_fill_(const aotc_conv_geom *g, const aotc_conv_band_ *b, const float *plane,
                                   int64_t oh0, float *AOTC_RESTRICT q) {
-  const int64_t s = b->stride, pitch = b->pitch, rows = b->rows + 2 / s;
-  const int64_t in_h = g->in[1], in_w = g->in[2];
-  int64_t py, px, r, j;
-  for (py = 0; py < s; py++)
-    for (px = 0; px < s; px++) {
-      int64_t lo, hi;   /* the columns that fall inside the input row */
-      aotc_conv_valid_range_(px - g->pad[2], s, in_w, pitch, &lo, &hi);
-      for (r = 0; r < rows; r++, q += pitch) {
-        const int64_t iy = (oh0 + r) * s + py - g->pad[1];
-        const float *AOTC_RESTRICT src = plane + iy * in_w + px - g->pad[2];
-        if (iy < 0 || iy >= in_h) {
-          for (j = 0; j < pitch; j++) q[j] = 0.0f;
-          continue;
-        }
-        for (j = 0; j < lo; j++) q[j] = 0.0f;
-        if (s == 1)
-          for (j = lo; j < hi; j++) q[j] = src[j];
-        else
-          for (j = lo; j < hi; j++) q[j] = src[2 * j];
-        for (j = hi; j < pitch; j++) q[j] = 0.0f;
-      }
+  const int64_t pitch = b->pitch, in_h = g->in[1], in_w = g->in[2];
+  int64_t lo, hi, r, j;   /* lo, hi: the columns that fall inside the input row */
+  aotc_conv_valid_range_(-g->pad[2], 1, in_w, pitch, &lo, &hi);
+  for (r = 0; r < b->rows + 2; r++, q += pitch) {
+    const int64_t iy = oh0 + r - g->pad[1];
+    const float *AOTC_RESTRICT src = plane + iy * in_w - g->pad[2];
+    if (iy < 0 || iy >= in_h) {
+      for (j = 0; j < pitch; j++) q[j] = 0.0f;
+      continue;
     }
+    for (j = 0; j < lo; j++) q[j] = 0.0f;
+    for (j = lo; j < hi; j++) q[j] = src[j];
+    for (j = hi; j < pitch; j++) q[j] = 0.0f;
+  }
   for (j = 0; j < (AOTC_CONV_BAND_VECTORS + 1) * AOTC_VW; j++) q[j] = 0.0f;   /* the slack */
 }
 
@@ -651,7 +631,7 @@ AOTC_FN void aotc_conv_band_rows_(const aotc_conv_geom *g, const aotc_conv_band_
       for (v = 0; v < AOTC_CONV_BAND_VECTORS; v++) acc[v] = AOTC_V_ZERO();
       AOTC_UNROLL(9)
       for (t = 0; t < 9; t++) {
-        const float *src = q + b->phase[t] + b->offset[t] + p;
+        const float *src = q + (t / 3) * pitch + t % 3 + p;
         const aotc_v_ wt = AOTC_V_SET1(w[t]);
         AOTC_UNROLL(4)
         for (v = 0; v < AOTC_CONV_BAND_VECTORS; v++)
@@ -673,6 +653,138 @@ AOTC_FN int aotc_conv_band_weights_ok_(const float *w) {
   int t;
   for (t = 0; t < 9; t++)
     if (!(w[t] - w[t] == 0.0f)) return 0;   /* inf or NaN */
+  return 1;
+}
+
+/* ---- 3x3 depthwise, AVX2: 8 channels a vector --------------------------------------- */
+
+/* Eight channels go together, one to a lane: the input rows a band of output rows
+ * reads are transposed (8 x 8 blocks in registers) into one bordered buffer of pixels
+ * of 8 floats, zeros in the padding; an output pixel is then nine vector products, one
+ * per tap, at any stride, and eight output pixels are transposed back into the eight
+ * output planes. No per-channel set-up, no ragged vectors, no even/odd split at stride
+ * 2: planes of 7 to 28 columns and stride-2 planes ran 1.7-3x faster than in bands of
+ * one channel (large stride-1 planes 10-20% slower: they stay in bands). Each lane sums the same products in
+ * the same order as the row kernel (the padding adds w * 0: finite weights only, as in
+ * the bands; a group with another weight goes channel by channel). */
+#define AOTC_CONV_LANES_FLOATS 8192   /* floats of the bordered buffer (on the stack) */
+
+typedef struct aotc_conv_lanes_ {
+  int64_t cols;        /* pixels of a buffer row: the input columns the taps read */
+  int64_t band_rows;   /* output rows per band, at most */
+} aotc_conv_lanes_;
+
+/* Plans the lanes kernel for this shape; 0 when it does not apply. */
+AOTC_FN int aotc_conv_lanes_plan_(const aotc_conv_geom *g, aotc_conv_lanes_ *l) {
+  if (!(g->kernel[0] == 1 && g->in[0] == 1 && g->out[0] == 1 && g->kernel[1] == 3 &&
+        g->kernel[2] == 3 && g->dilation[1] == 1 && g->dilation[2] == 1))
+    return 0;
+  l->cols = (g->out[2] - 1) * g->stride[2] + 3;
+  if (3 * l->cols * 8 > AOTC_CONV_LANES_FLOATS) return 0;   /* one output row must fit */
+  l->band_rows = AOTC_MIN(g->out[1], (AOTC_CONV_LANES_FLOATS / (l->cols * 8) - 3) / g->stride[1] + 1);
+  return 1;
+}
+
+/* The 8 x 8 block at src (row stride ss) transposed into dst (row stride ds). */
+AOTC_INLINE_ALWAYS void aotc_conv_transpose8_(const float *src, int64_t ss, float *dst, int64_t ds) {
+  __m256 r[8], t[8];
+  int i;
+  for (i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * ss);
+  for (i = 0; i < 4; i++) {   /* pairs of rows interleaved, then quads, then 128-bit lanes */
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (i = 0; i < 2; i++) {
+    r[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (i = 0; i < 4; i++) {
+    _mm256_storeu_ps(dst + i * ds, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ds, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
+/* Buffer rows [0, rows) from input row iy0 on of the eight input planes `in`. */
+AOTC_FN void aotc_conv_lanes_fill_(const aotc_conv_geom *g, const aotc_conv_lanes_ *l,
+                                   const float *const *in, int64_t iy0, int64_t rows, float *buf) {
+  const int64_t in_h = g->in[1], in_w = g->in[2], pl = g->pad[2];
+  const int64_t end = AOTC_MAX(0, AOTC_MIN(in_w, l->cols - pl));   /* input columns read */
+  int64_t r, ix, c;
+  int lane;
+  for (r = 0; r < rows; r++) {
+    const int64_t iy = iy0 + r;
+    float *row = buf + r * l->cols * 8;
+    if (iy < 0 || iy >= in_h) {
+      for (c = 0; c < l->cols; c++) _mm256_storeu_ps(row + c * 8, _mm256_setzero_ps());
+      continue;
+    }
+    for (c = 0; c < pl; c++) _mm256_storeu_ps(row + c * 8, _mm256_setzero_ps());
+    for (c = pl + end; c < l->cols; c++) _mm256_storeu_ps(row + c * 8, _mm256_setzero_ps());
+    for (ix = 0; ix + 8 <= end; ix += 8) {
+      float blk[8][8] AOTC_ALIGNED(32);   /* [lane][column] */
+      for (lane = 0; lane < 8; lane++) _mm256_store_ps(blk[lane], _mm256_loadu_ps(in[lane] + iy * in_w + ix));
+      aotc_conv_transpose8_(blk[0], 8, row + (ix + pl) * 8, 8);
+    }
+    for (; ix < end; ix++)
+      for (lane = 0; lane < 8; lane++) row[(ix + pl) * 8 + lane] = in[lane][iy * in_w + ix];
+  }
+}
+
+/* Output channels [channel, channel + 8) (of any images), whole planes; 0 (nothing
+ * done) when a weight is not finite. */
+AOTC_FN int aotc_conv_lanes_planes_(const aotc_conv_direct_args_ *a, int64_t channel) {
+  const aotc_conv_geom *g = a->g;
+  const aotc_conv_lanes_ *l = a->lanes;
+  const int64_t cout = g->cout_g * g->group, oh_n = g->out[1], ow_n = g->out[2];
+  const int64_t pixels = oh_n * ow_n, sh = g->stride[1], sw = g->stride[2];
+  float buf[AOTC_CONV_LANES_FLOATS] AOTC_ALIGNED(64);
+  float wl[9][8] AOTC_ALIGNED(32), bl[8] AOTC_ALIGNED(32), res[8][8] AOTC_ALIGNED(32);
+  const float *in[8];
+  float *out[8];
+  __m256 wv[9], bv;
+  int64_t oh0;
+  int lane, t;
+  for (lane = 0; lane < 8; lane++) {
+    const int64_t ch = channel + lane, co = ch % cout, n = ch / cout;
+    if (!aotc_conv_band_weights_ok_(a->w + co * 9)) return 0;
+    in[lane] = a->x + (n * g->group + co / g->cout_g) * g->in[1] * g->in[2];
+    out[lane] = a->y + ch * pixels;
+    for (t = 0; t < 9; t++) wl[t][lane] = a->w[co * 9 + t];
+    bl[lane] = a->bias ? a->bias[co] : 0.0f;
+  }
+  for (t = 0; t < 9; t++) wv[t] = _mm256_load_ps(wl[t]);
+  bv = _mm256_load_ps(bl);
+  for (oh0 = 0; oh0 < oh_n; oh0 += l->band_rows) {
+    const int64_t oh1 = AOTC_MIN(oh_n, oh0 + l->band_rows), end = oh1 * ow_n;
+    int64_t q, oh = oh0, ow = 0;
+    aotc_conv_lanes_fill_(g, l, in, oh0 * sh - g->pad[1], (oh1 - oh0 - 1) * sh + 3, buf);
+    for (q = oh0 * ow_n; q < end; q += 8) {   /* eight output pixels, then into the planes */
+      const int64_t n = AOTC_MIN(8, end - q);
+      int64_t j;
+      for (j = 0; j < n; j++) {
+        const float *base = buf + ((oh - oh0) * sh * l->cols + ow * sw) * 8;
+        __m256 acc = _mm256_setzero_ps();
+        for (t = 0; t < 9; t++)
+          acc = AOTC_V_MADD(wv[t], _mm256_load_ps(base + ((t / 3) * l->cols + t % 3) * 8), acc);
+        _mm256_store_ps(res[j], _mm256_add_ps(acc, bv));
+        if (++ow == ow_n) ow = 0, oh++;
+      }
+      if (n == 8) {
+        float tr[8][8] AOTC_ALIGNED(32);   /* [lane][pixel] */
+        aotc_conv_transpose8_(res[0], 8, tr[0], 8);
+        for (lane = 0; lane < 8; lane++) _mm256_storeu_ps(out[lane] + q, _mm256_load_ps(tr[lane]));
+      } else {
+        for (lane = 0; lane < 8; lane++)
+          for (j = 0; j < n; j++) out[lane][q + j] = res[j][lane];
+      }
+    }
+  }
+  for (lane = 0; lane < 8; lane++) {
+    aotc_activation_apply(a->act, out[lane], pixels);
+    aotc_conv_canon_(out[lane], pixels);
+  }
   return 1;
 }
 #endif
@@ -701,6 +813,15 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows);
   for (channel = c0; channel < c1; channel++) {   /* n * Cout + co */
     int64_t co = channel % cout, n = channel / cout;
+#if defined(AOTC_SGEMM_PATH_AVX2)
+    if (a->lanes && channel + 8 <= c1 && aotc_conv_lanes_planes_(a, channel)) {
+      if (a->residual)
+        aotc_conv_add_residual_(a->y + channel * rows * ow_n, a->residual + channel * rows * ow_n,
+                                8 * rows * ow_n, a->res_act);
+      channel += 7;
+      continue;
+    }
+#endif
     int64_t ci = n * g->group + co / g->cout_g;   /* n * Cin + input channel */
     const float *plane = a->x + ci * aotc_conv_volume_(g->in);
     const float *wk = a->w + co * aotc_conv_volume_(g->kernel);
@@ -738,6 +859,7 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
   aotc_conv_s2_ s2;
 #elif defined(AOTC_SGEMM_PATH_AVX2)
   aotc_conv_band_ band;
+  aotc_conv_lanes_ lanes;
 #endif
   a.g = g;
   a.x = x;
@@ -750,16 +872,21 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
   a.flat = NULL;
   a.s2 = NULL;
   a.band = NULL;
+  a.lanes = NULL;
 #if defined(AOTC_SGEMM_PATH_AVX512)
   if (aotc_conv_flat_plan_(g, &flat)) a.flat = &flat;
   else if (aotc_conv_s2_plan_(g, &s2)) a.s2 = &s2;
 #elif defined(AOTC_SGEMM_PATH_AVX2)
   if (aotc_conv_band_plan_(g, &band)) a.band = &band;
+  /* eight channels at a time but for large stride-1 planes, where bands were faster */
+  if (aotc_conv_lanes_plan_(g, &lanes) && (g->stride[1] * g->stride[2] > 1 || g->out[2] <= 28))
+    a.lanes = &lanes;
 #endif
-  a.rows_per_task = a.flat ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
+  a.rows_per_task = a.flat || a.lanes ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
   a.row_tasks = (rows + a.rows_per_task - 1) / a.rows_per_task;
   /* planes smaller than a task: whole planes, several to a task */
   a.channels_per_task = a.row_tasks > 1 ? 1 : AOTC_MAX(1, AOTC_CONV_DIRECT_TASK / AOTC_MAX(rows * ow_n, 1));
+  if (a.lanes) a.channels_per_task = (a.channels_per_task + 7) / 8 * 8;   /* whole groups of 8 */
   aotc_conv_valid_range_(-g->pad[2], g->stride[2], g->in[2], g->out[2], &a.inner_lo, &unused);
   aotc_conv_valid_range_((g->kernel[2] - 1) * g->dilation[2] - g->pad[2], g->stride[2], g->in[2],
                          g->out[2], &unused, &a.inner_hi);
