@@ -277,42 +277,41 @@ AOTC_FN void aotc_sgemm_pack_task_(void *arg, int64_t t) {
 }
 
 /* One block of C (a run of row panels x a run of strips) over all of K, K outermost so
- * C accumulates in order. Within a K-block, strip by strip: the strip of B (32 KiB)
- * stays in cache while the task's row panels of A pass it (panel by panel, every strip
- * came from L2 for each panel: 0-6% slower at 1 thread on AVX2, best of repeated runs). */
+ * C accumulates in order. Within a K-block the tiles go panel by panel or strip by
+ * strip, per path (AOTC_SGEMM_PANEL_OUTER in aotc_gemm_kernels.h). */
 AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = (const aotc_sgemm_job_ *)arg;
   int64_t p0 = t / j->ntasks_n * j->panels_per_task, s0 = t % j->ntasks_n * j->strips_per_task;
-  int64_t p1 = AOTC_MIN(p0 + j->panels_per_task, j->panels);
-  int64_t s1 = AOTC_MIN(s0 + j->strips_per_task, j->strips);
-  int64_t pc, p, s;
+  int64_t np = AOTC_MIN(p0 + j->panels_per_task, j->panels) - p0;
+  int64_t ns = AOTC_MIN(s0 + j->strips_per_task, j->strips) - s0;
+  int64_t pc, u;
   for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     const float *bblk = j->pb + pc * j->strips * AOTC_SGEMM_NR;
     int first = pc == 0, last = pc + kc == j->K;
-    for (s = s0; s < s1; s++) {
+    for (u = 0; u < np * ns; u++) {
+      int64_t p = p0 + (AOTC_SGEMM_PANEL_OUTER ? u / ns : u % np);
+      int64_t s = s0 + (AOTC_SGEMM_PANEL_OUTER ? u % ns : u / np);
       int64_t c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
       int in_place = j->b_in_place && cols == AOTC_SGEMM_NR;
       const float *b = in_place ? j->B + pc * j->ldb + c : bblk + s * kc * AOTC_SGEMM_NR;
       int64_t bks = in_place ? j->ldb : AOTC_SGEMM_NR;
-      for (p = p0; p < p1; p++) {
-        int64_t i, rows, ars, aks;
-        const float *a;
-        float *cp;
-        aotc_sgemm_epilogue_ ep;
-        aotc_sgemm_panel_(j->M, p, &i, &rows);
-        if (j->pa) {
-          a = j->pa + aotc_sgemm_a_panel_(j->M, j->K, pc, i), ars = 1, aks = rows;
-        } else if (j->trans_a) {
-          a = j->A + pc * j->lda + i, ars = 1, aks = j->lda;
-        } else {
-          a = j->A + i * j->lda + pc, ars = j->lda, aks = 1;
-        }
-        cp = j->C + i * j->ldc + c;
-        ep = aotc_sgemm_epilogue_at_(j, i, c);
-        aotc_sgemm_tile_for_(rows)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first, last ? &ep : NULL);
-        if (last) aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
+      int64_t i, rows, ars, aks;
+      const float *a;
+      float *cp;
+      aotc_sgemm_epilogue_ ep;
+      aotc_sgemm_panel_(j->M, p, &i, &rows);
+      if (j->pa) {
+        a = j->pa + aotc_sgemm_a_panel_(j->M, j->K, pc, i), ars = 1, aks = rows;
+      } else if (j->trans_a) {
+        a = j->A + pc * j->lda + i, ars = 1, aks = j->lda;
+      } else {
+        a = j->A + i * j->lda + pc, ars = j->lda, aks = 1;
       }
+      cp = j->C + i * j->ldc + c;
+      ep = aotc_sgemm_epilogue_at_(j, i, c);
+      aotc_sgemm_tile_for_(rows)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first, last ? &ep : NULL);
+      if (last) aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
     }
   }
 }
