@@ -17,6 +17,16 @@
 /* Every runtime function: private to the including model, no warning when unused. */
 #define AOTC_FN static inline
 
+/* Functions that must be inlined (a scalar function inside a loop the compiler should
+ * vectorize; a register tile) or must not be (one compiled copy per tile shape). */
+#if defined(__GNUC__) || defined(__clang__)
+#define AOTC_INLINE_ALWAYS static inline __attribute__((always_inline, unused))
+#define AOTC_NOINLINE static __attribute__((noinline, unused))
+#else
+#define AOTC_INLINE_ALWAYS AOTC_FN
+#define AOTC_NOINLINE AOTC_FN
+#endif
+
 /* The engine (the GEMM, convolution and attention headers) takes most of a model's C
  * compile time, seconds at -O3, so a build may compile it once apart from its models
  * (aotc/build.py keeps the object per compiler and flags): a model compiled with

@@ -27,14 +27,6 @@
 
 #define AOTC_SGEMM_NR 32
 
-#if defined(__GNUC__) || defined(__clang__)
-#define AOTC_INLINE_ALWAYS static inline __attribute__((always_inline, unused))
-#define AOTC_NOINLINE static __attribute__((noinline, unused))
-#else
-#define AOTC_INLINE_ALWAYS AOTC_FN
-#define AOTC_NOINLINE AOTC_FN
-#endif
-
 /* ---- vectors of each path: AOTC_VW floats ------------------------------------------ */
 
 #if defined(AOTC_SGEMM_PATH_AVX512)

@@ -281,7 +281,7 @@ AOTC_FN float aotc_exact_logf(float x) {
 /* ---- fast functions ---------------------------------------------------------------- */
 
 /* exp, max error 2 ulp (1 measured; subnormal results and the overflow threshold included) */
-AOTC_FN float aotc_fast_expf(float x) {
+AOTC_INLINE_ALWAYS float aotc_fast_expf(float x) {
     float xc = aotc_math_select_(x < 88.8f, x, 88.8f); /* NaN: 88.8 here, put back below */
     xc = aotc_math_select_(xc > -104.0f, xc, -104.0f);
     /* n = round(x / ln2) in the low bits of t; kb = n + 256 in [105, 385] */
@@ -303,13 +303,13 @@ AOTC_FN float aotc_fast_expf(float x) {
 }
 
 /* sigmoid, max error 3 ulp (2 measured) */
-AOTC_FN float aotc_fast_sigmoidf(float x) {
+AOTC_INLINE_ALWAYS float aotc_fast_sigmoidf(float x) {
     float e = aotc_fast_expf(-aotc_math_copysign_(x, 1.0f));
     return aotc_math_select_(x < 0.0f, e, 1.0f) / (1.0f + e);
 }
 
 /* tanh, max error 2 ulp (1 measured) */
-AOTC_FN float aotc_fast_tanhf(float x) {
+AOTC_INLINE_ALWAYS float aotc_fast_tanhf(float x) {
     float a = aotc_math_copysign_(x, 1.0f);
     float s = x * x;
     float q = 0x1.2c1edcp-9f;
@@ -326,7 +326,7 @@ AOTC_FN float aotc_fast_tanhf(float x) {
 }
 
 /* erf, max error 3 ulp (2 measured) */
-AOTC_FN float aotc_fast_erff(float x) {
+AOTC_INLINE_ALWAYS float aotc_fast_erff(float x) {
     float a = aotc_math_copysign_(x, 1.0f);
     float s = x * x;
     float p = 0x1.5eda92p-14f;
@@ -357,7 +357,7 @@ AOTC_FN float aotc_fast_erff(float x) {
 }
 
 /* log, max error 2 ulp (1 measured) */
-AOTC_FN float aotc_fast_logf(float x) {
+AOTC_INLINE_ALWAYS float aotc_fast_logf(float x) {
     /* Selections here are bit masks, not conditionals: several tests of the same bits
      * would let the compiler thread them into branches, and the loop would not vectorize. */
     uint32_t ix = aotc_f32_bits(x);

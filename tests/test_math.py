@@ -93,7 +93,7 @@ def stated_fast_bounds():
     """{fast_<name>: max ulp} from the comment above each aotc_fast_<name>f in the header."""
     text = open(HEADER).read()
     bounds = dict((f"fast_{fn}", int(ulp)) for ulp, fn in re.findall(
-        r"/\* \w+, max error (\d+) ulp[^*]*\*/\s*AOTC_FN float aotc_fast_(\w+)f\(", text))
+        r"/\* \w+, max error (\d+) ulp[^*]*\*/\s*AOTC_INLINE_ALWAYS float aotc_fast_(\w+)f\(", text))
     assert sorted(bounds) == sorted(f"fast_{n}" for n in NAMES), bounds
     return bounds
 
