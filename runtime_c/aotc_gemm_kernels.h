@@ -36,7 +36,7 @@
 #define AOTC_SGEMM_PANELS_PER_TASK 8   /* a task: 112 rows ... */
 #define AOTC_SGEMM_STRIPS_PER_TASK 16  /* ... by 512 columns, at most */
 /* Panel by panel: a panel's output rows are written in runs along the strips (strip by
- * strip wrote 112 rows at once; pointwise convs 7-20% slower, 1024^3 7%, on Zen 4). */
+ * strip wrote 112 rows at once; pointwise convs 4-20% slower, 1024^3 7%, on Zen 4). */
 #define AOTC_SGEMM_PANEL_OUTER 1
 typedef __m512 aotc_v_;
 AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {

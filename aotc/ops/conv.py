@@ -6,7 +6,8 @@ output directly in double (aotc_conv_f64).
 
 The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
 - "direct" when every group has one input channel (depthwise);
-- "rows" when the weights outweigh the output pixels (K >= pixels: the deep layers):
+- "rows" when the weights outweigh the output pixels (K >= pixels: the deep layers),
+  or K is under 32 (a stem on 3 channels):
   output pixels are the GEMM's rows and W^T, packed here at compile time, its B; each
   pixel tile is unfolded into scratch (1x1 stride-1 unpadded convs read X itself) and
   its product stored transposed into the NCHW output;
