@@ -33,11 +33,15 @@
 #include <immintrin.h>
 #define AOTC_SGEMM_MR 14   /* tiles exist for 1..3, 4 and 5..14 rows: see below */
 #define AOTC_VW 16
-#define AOTC_SGEMM_PANELS_PER_TASK 8   /* a task: 112 rows ... */
-#define AOTC_SGEMM_STRIPS_PER_TASK 16  /* ... by 512 columns, at most */
-/* Panel by panel: a panel's output rows are written in runs along the strips (strip by
- * strip wrote 112 rows at once; pointwise convs 4-20% slower, 1024^3 7%, on Zen 4). */
-#define AOTC_SGEMM_PANEL_OUTER 1
+/* A task: 140 rows (a transformer's 128 tokens in one task, so each strip of its
+ * weights comes from memory once) by 512 columns, at most. */
+#define AOTC_SGEMM_PANELS_PER_TASK 10
+#define AOTC_SGEMM_STRIPS_PER_TASK 16
+/* Below this K, panel by panel: short tiles, and the output is the traffic that
+ * counts, written in runs along each panel's rows (pointwise convs with K = 64 up to
+ * 45% slower strip by strip); from it on, strip by strip: the strip stays in L1 while
+ * the panels pass it (BERT's and ResNet-50's products 10-20% faster on Xeon). */
+#define AOTC_SGEMM_PANEL_OUTER_BELOW_K AOTC_SGEMM_KC
 typedef __m512 aotc_v_;
 AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
   return (__mmask16)(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
@@ -63,9 +67,9 @@ AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
  * strips of B (128 KiB) stay in L2; with 512 columns B came from L3. */
 #define AOTC_SGEMM_PANELS_PER_TASK 64
 #define AOTC_SGEMM_STRIPS_PER_TASK 4
-/* Strip by strip: a 32 KiB strip of B stays in L1 while the panels pass it (panel by
- * panel, 0-6% slower at 1 thread on Zen 3, best of repeated runs). */
-#define AOTC_SGEMM_PANEL_OUTER 0
+/* Strip by strip always: a 32 KiB strip of B stays in L1 while the panels pass it
+ * (panel by panel, 0-6% slower at 1 thread on Zen 3, best of repeated runs). */
+#define AOTC_SGEMM_PANEL_OUTER_BELOW_K 0
 typedef __m256 aotc_v_;
 AOTC_INLINE_ALWAYS __m256i aotc_v_mask_(int64_t n) {
   int m = (int)(n >= 8 ? 8 : n <= 0 ? 0 : n);
@@ -98,7 +102,7 @@ AOTC_INLINE_ALWAYS void aotc_v_storen_(float *p, __m256 v, int64_t n) {
 #define AOTC_VW 1
 #define AOTC_SGEMM_PANELS_PER_TASK 8
 #define AOTC_SGEMM_STRIPS_PER_TASK 16
-#define AOTC_SGEMM_PANEL_OUTER 0   /* the order it always had: not measured against the other */
+#define AOTC_SGEMM_PANEL_OUTER_BELOW_K 0   /* strip by strip, as always: not measured against the other */
 typedef float aotc_v_;
 #define AOTC_V_ZERO() 0.0f
 #define AOTC_V_SET1(x) (x)
@@ -148,15 +152,30 @@ typedef struct {
   float lo, hi;     /* Clip's bounds */
 } aotc_sgemm_epilogue_;
 
+/* Rows k < count of a strip of B that a later tile reads, at p + k * step: fetched into
+ * L2 while this tile computes, so that weights streamed from memory arrive in time. */
+typedef struct {
+  const float *p;
+  int64_t step, count;
+} aotc_sgemm_prefetch_;
+
+#if defined(__GNUC__) || defined(__clang__)
+#define AOTC_PREFETCH_L2(p) __builtin_prefetch((p), 0, 2)
+#else
+#define AOTC_PREFETCH_L2(p) ((void)(p))
+#endif
+
 /* C[i, 0:cols] for i < rows over one K-block of kc: A element (i, k) at a[i * ars + k * aks]
  * (a packed or transposed A has ars = 1, a row-major A has aks = 1), B the kc x 32 strip
  * b with row k at b + k * bks (bks = 32 packed; a row-major B's row stride when read in
- * place). Starts from 0 (first) or from C; `ep` on the last block, else NULL. */
+ * place). Starts from 0 (first) or from C; `ep` on the last block, else NULL; `pf` (count 0:
+ * none) as it says. */
 AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
                                              const float *AOTC_RESTRICT a, int64_t ars,
                                              int64_t aks, const float *AOTC_RESTRICT b, int64_t bks,
                                              float *AOTC_RESTRICT c, int64_t ldc, int64_t cols,
-                                             int first, const aotc_sgemm_epilogue_ *ep) {
+                                             int first, const aotc_sgemm_epilogue_ *ep,
+                                             aotc_sgemm_prefetch_ pf) {
   aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
   int64_t k;
   int i, v;
@@ -170,6 +189,10 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
     aotc_v_ bv[AOTC_NV];
     AOTC_UNROLL(32)
     for (v = 0; v < AOTC_NV; v++) bv[v] = AOTC_V_LOAD(b + v * AOTC_VW);
+    if (k < pf.count) {   /* a row of 32 floats: two 64-byte lines */
+      AOTC_PREFETCH_L2(pf.p + k * pf.step);
+      AOTC_PREFETCH_L2(pf.p + k * pf.step + 16);
+    }
     AOTC_UNROLL(16)
     for (i = 0; i < rows; i++) {
       aotc_v_ av = AOTC_V_SET1(a[i * ars]);
@@ -207,21 +230,22 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
 
 typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int64_t aks,
                                     const float *b, int64_t bks, float *c, int64_t ldc, int64_t cols,
-                                    int first, const aotc_sgemm_epilogue_ *ep);
+                                    int first, const aotc_sgemm_epilogue_ *ep, aotc_sgemm_prefetch_ pf);
 
 #define AOTC_SGEMM_TILE_HEAD_(R)                                                           \
   AOTC_NOINLINE void aotc_sgemm_tile_##R##_(                                                \
       int64_t kc, const float *a, int64_t ars, int64_t aks, const float *b, int64_t bks,    \
-      float *c, int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep)
+      float *c, int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep,        \
+      aotc_sgemm_prefetch_ pf)
 
 /* One compiled tile per row count, each with its loops fully unrolled; A is k-major
  * (ars = 1) or row-major (aks = 1). */
 #define AOTC_SGEMM_TILE_ROWS_(R)                                                           \
   AOTC_SGEMM_TILE_HEAD_(R) {                                                               \
     if (ars == 1) /* k-major A: rows at fixed offsets */                                  \
-      aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, bks, c, ldc, cols, first, ep);              \
+      aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, bks, c, ldc, cols, first, ep, pf);          \
     else                                                                                   \
-      aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, bks, c, ldc, cols, first, ep);              \
+      aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, bks, c, ldc, cols, first, ep, pf);          \
   }
 AOTC_SGEMM_TILE_ROWS_(1)
 AOTC_SGEMM_TILE_ROWS_(2)
