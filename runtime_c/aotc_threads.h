@@ -32,13 +32,20 @@ AOTC_FN void aotc_parallel_for(aotc_pool *pool, int64_t count, aotc_task_fn fn, 
 #else
 
 #include <pthread.h>
+#include <sched.h>
+#include <sys/time.h>
 
-/* A worker that finished a piece spins this many pauses (tens of microseconds) for the
- * next dispatch before it sleeps: a model dispatches every few microseconds, and
- * waking a sleeping thread costs about as much as a small kernel. */
-#ifndef AOTC_POOL_SPINS
-#define AOTC_POOL_SPINS 8192
+/* A worker that finished a piece spins this long (microseconds) for the next dispatch
+ * before it sleeps: a model dispatches every few microseconds, waking a sleeping
+ * thread costs about as much as a small kernel, and the scheduler may wake it on the
+ * caller's core (seen on a 2-core VM: a 2-thread MLP as slow as 1 thread, unless its
+ * worker spun through the caller's pauses between calls). */
+#ifndef AOTC_POOL_SPIN_US
+#define AOTC_POOL_SPIN_US 10000
 #endif
+/* A spinning thread yields its core every this many pauses, so that a thread that
+ * shares the core with it (a worker put on the caller's) gets to run. */
+#define AOTC_POOL_PAUSES_PER_YIELD 64
 
 typedef struct aotc_pool {
   pthread_mutex_t config;   /* serializes aotc_pool_set_threads */
@@ -105,6 +112,39 @@ AOTC_FN int aotc_pool_cas_(aotc_pool *p, int64_t *field, int64_t *expected, int6
 #define AOTC_POOL_PAUSE_() ((void)0)
 #endif
 
+/* The wall clock in microseconds, for spin budgets only. */
+AOTC_FN int64_t aotc_pool_now_us_(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+/* Spin until ready(p, arg), or AOTC_POOL_SPIN_US pass (a clock that steps back ends
+ * the spin); returns whether it became ready. */
+AOTC_FN int aotc_pool_spin_(aotc_pool *p, int (*ready)(aotc_pool *, int64_t), int64_t arg) {
+  int64_t start = aotc_pool_now_us_(), now;
+  int i;
+  for (i = 1; !ready(p, arg); i++) {
+    AOTC_POOL_PAUSE_();
+    if (i % AOTC_POOL_PAUSES_PER_YIELD == 0) {
+      sched_yield();
+      now = aotc_pool_now_us_();
+      if (now < start || now - start >= AOTC_POOL_SPIN_US) return ready(p, arg);
+    }
+  }
+  return 1;
+}
+
+/* A dispatch after generation `seen`, or a stop. */
+AOTC_FN int aotc_pool_dispatched_(aotc_pool *p, int64_t seen) {
+  return AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket)) != seen || AOTC_POOL_LOAD_(p, stop);
+}
+
+/* All `joined` workers finished the current dispatch. */
+AOTC_FN int aotc_pool_finished_(aotc_pool *p, int64_t joined) {
+  return AOTC_POOL_LOAD_(p, finished) >= joined;
+}
+
 AOTC_FN void aotc_pool_drain_(aotc_pool *p, aotc_task_fn fn, void *arg, int64_t count) {
   int64_t i;
   while ((i = AOTC_POOL_ADD_(p, next, 1)) < count) fn(arg, i);
@@ -122,21 +162,16 @@ AOTC_FN void *aotc_pool_worker_(void *self) {
   aotc_pool *p = (aotc_pool *)self;
   int64_t seen = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket));   /* from now on */
   for (;;) {
-    int64_t g = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket));
-    int i;
-    for (i = 0; i < AOTC_POOL_SPINS && g == seen && !AOTC_POOL_LOAD_(p, stop); i++) {
-      AOTC_POOL_PAUSE_();
-      g = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket));
-    }
-    if (g == seen) {   /* nothing came while spinning: sleep until a dispatch or stop */
+    int64_t g;
+    if (!aotc_pool_spin_(p, aotc_pool_dispatched_, seen)) {   /* sleep until a dispatch or stop */
       pthread_mutex_lock(&p->lock);
       p->sleeping++;
-      while ((g = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket))) == seen && !AOTC_POOL_LOAD_(p, stop))
-        pthread_cond_wait(&p->wake, &p->lock);
+      while (!aotc_pool_dispatched_(p, seen)) pthread_cond_wait(&p->wake, &p->lock);
       p->sleeping--;
       pthread_mutex_unlock(&p->lock);
-      if (g == seen) break;   /* stopped */
     }
+    g = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket));
+    if (g == seen) break;   /* stopped */
     seen = g;
     if (!aotc_pool_join_(p, g)) continue;   /* the caller finished it alone */
     aotc_pool_drain_(p, p->fn, p->arg, p->count);
@@ -193,9 +228,9 @@ AOTC_FN void aotc_parallel_for(aotc_pool *p, int64_t count, aotc_task_fn fn, voi
       pthread_mutex_unlock(&p->lock);
       aotc_pool_drain_(p, fn, arg, count);
       joined = AOTC_POOL_OR_(p, ticket, AOTC_POOL_CLOSED_) & (AOTC_POOL_CLOSED_ - 1);
-      for (i = 0; i < AOTC_POOL_SPINS && AOTC_POOL_LOAD_(p, finished) < joined; i++) AOTC_POOL_PAUSE_();
+      aotc_pool_spin_(p, aotc_pool_finished_, joined);
       pthread_mutex_lock(&p->lock);
-      while (AOTC_POOL_LOAD_(p, finished) < joined) pthread_cond_wait(&p->done, &p->lock);
+      while (!aotc_pool_finished_(p, joined)) pthread_cond_wait(&p->done, &p->lock);
       p->busy = 0;
       pthread_cond_broadcast(&p->done);
       pthread_mutex_unlock(&p->lock);
