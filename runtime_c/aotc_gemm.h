@@ -288,39 +288,54 @@ AOTC_FN const float *aotc_sgemm_strip_at_(const aotc_sgemm_job_ *j, int64_t pc, 
   return j->pb + pc * j->strips * AOTC_SGEMM_NR + s * kc * AOTC_SGEMM_NR;
 }
 
-/* One block of C (a run of np row panels x a run of ns strips) over all of K, K
- * outermost so C accumulates in order. Within a K-block the tiles go strip by strip,
- * or panel by panel below AOTC_SGEMM_PANEL_OUTER_BELOW_K (aotc_gemm_kernels.h). Each
- * tile prefetches part of the next strip the task reads: the tiles that share a strip
- * (np strip by strip, one panel by panel) split its rows between them. */
+/* A block of C: panels p0 .. p0 + np - 1 by strips s0 .. s0 + ns - 1, its tiles
+ * numbered u = 0 .. np * ns - 1 within each K-block, strip by strip or panel by panel. */
+typedef struct {
+  int64_t p0, np, s0, ns;
+  int panel_outer;
+} aotc_sgemm_block_;
+
+/* What tile u of K-block pc (kc rows) prefetches: its share of the next strip the
+ * block reads, split between the tiles that share this strip (np strip by strip, one
+ * panel by panel); nothing after the last. */
+AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
+                                                     int64_t pc, int64_t kc, int64_t u) {
+  int64_t sharing = blk->panel_outer ? 1 : blk->np, part = u % sharing;
+  int64_t next = (u / sharing + 1) * sharing, next_pc = pc, next_s, next_kc, k0, k1;
+  aotc_sgemm_prefetch_ pf = {NULL, 0, 0};
+  if (next == blk->np * blk->ns) next = 0, next_pc = pc + kc;
+  if (next_pc >= j->K) return pf;
+  next_s = blk->s0 + (blk->panel_outer ? next % blk->ns : next / blk->np);
+  next_kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - next_pc);
+  k0 = next_kc * part / sharing, k1 = next_kc * (part + 1) / sharing;
+  pf.p = aotc_sgemm_strip_at_(j, next_pc, next_s, &pf.step) + k0 * pf.step;
+  pf.count = AOTC_MIN(k1 - k0, kc);   /* the tile's loop runs kc rows */
+  return pf;
+}
+
+/* One block of C over all of K, K outermost so C accumulates in order. Within a
+ * K-block the tiles go strip by strip, or panel by panel below
+ * AOTC_SGEMM_PANEL_OUTER_BELOW_K (aotc_gemm_kernels.h); each prefetches part of the
+ * next strip (aotc_sgemm_prefetch_at_). */
 AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = (const aotc_sgemm_job_ *)arg;
-  int64_t p0 = t / j->ntasks_n * j->panels_per_task, s0 = t % j->ntasks_n * j->strips_per_task;
-  int64_t np = AOTC_MIN(p0 + j->panels_per_task, j->panels) - p0;
-  int64_t ns = AOTC_MIN(s0 + j->strips_per_task, j->strips) - s0;
-  int panel_outer = j->K < AOTC_SGEMM_PANEL_OUTER_BELOW_K;
-  int64_t sharing = panel_outer ? 1 : np;   /* consecutive tiles on one strip */
+  aotc_sgemm_block_ blk;
   int64_t pc, u;
+  blk.p0 = t / j->ntasks_n * j->panels_per_task, blk.s0 = t % j->ntasks_n * j->strips_per_task;
+  blk.np = AOTC_MIN(blk.p0 + j->panels_per_task, j->panels) - blk.p0;
+  blk.ns = AOTC_MIN(blk.s0 + j->strips_per_task, j->strips) - blk.s0;
+  blk.panel_outer = j->K < AOTC_SGEMM_PANEL_OUTER_BELOW_K;
   for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     int first = pc == 0, last = pc + kc == j->K;
-    for (u = 0; u < np * ns; u++) {
-      int64_t p = p0 + (panel_outer ? u / ns : u % np);
-      int64_t s = s0 + (panel_outer ? u % ns : u / np);
+    for (u = 0; u < blk.np * blk.ns; u++) {
+      int64_t p = blk.p0 + (blk.panel_outer ? u / blk.ns : u % blk.np);
+      int64_t s = blk.s0 + (blk.panel_outer ? u % blk.ns : u / blk.np);
       int64_t c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
-      int64_t i, rows, ars, aks, bks, next = (u / sharing + 1) * sharing, next_pc = pc;
+      int64_t i, rows, ars, aks, bks;
       const float *a, *b = aotc_sgemm_strip_at_(j, pc, s, &bks);
-      aotc_sgemm_prefetch_ pf = {NULL, 0, 0};
       float *cp;
       aotc_sgemm_epilogue_ ep;
-      if (next == np * ns) next = 0, next_pc = pc + kc;
-      if (next_pc < j->K) {
-        int64_t next_s = s0 + (panel_outer ? next % ns : next / np);
-        int64_t next_kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - next_pc), part = u % sharing;
-        int64_t k0 = next_kc * part / sharing, k1 = next_kc * (part + 1) / sharing;
-        pf.p = aotc_sgemm_strip_at_(j, next_pc, next_s, &pf.step) + k0 * pf.step;
-        pf.count = AOTC_MIN(k1 - k0, kc);   /* the tile's loop runs kc rows */
-      }
       aotc_sgemm_panel_(j->M, p, &i, &rows);
       if (j->pa) {
         a = j->pa + aotc_sgemm_a_panel_(j->M, j->K, pc, i), ars = 1, aks = rows;
@@ -331,7 +346,8 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
       }
       cp = j->C + i * j->ldc + c;
       ep = aotc_sgemm_epilogue_at_(j, i, c);
-      aotc_sgemm_tile_for_(rows)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first, last ? &ep : NULL, pf);
+      aotc_sgemm_tile_for_(rows)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first, last ? &ep : NULL,
+                                 aotc_sgemm_prefetch_at_(j, &blk, pc, kc, u));
       if (last) aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
     }
   }
