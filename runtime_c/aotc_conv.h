@@ -1052,7 +1052,6 @@ AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = &a->j;
   float strip[AOTC_SGEMM_KC * AOTC_SGEMM_NR] AOTC_ALIGNED(64);
   float tile[AOTC_SGEMM_MR * AOTC_SGEMM_NR] AOTC_ALIGNED(64);
-  const aotc_sgemm_prefetch_ no_prefetch = {NULL, 0, 0};   /* the strip was just copied */
   int64_t p0 = t / j->ntasks_n * j->panels_per_task, s0 = t % j->ntasks_n * j->strips_per_task;
   int64_t p1 = AOTC_MIN(p0 + j->panels_per_task, j->panels);
   int64_t s1 = AOTC_MIN(s0 + j->strips_per_task, j->strips);
@@ -1075,7 +1074,7 @@ AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
         fn = aotc_sgemm_tile_for_(rows);
         sums = j->C + i * j->ldc + c;
         if (!last) {
-          fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, AOTC_SGEMM_NR, sums, j->ldc, cols, first, NULL, no_prefetch);
+          fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, AOTC_SGEMM_NR, sums, j->ldc, cols, first, NULL, NULL);
           continue;
         }
         if (!first)
@@ -1083,7 +1082,7 @@ AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
             for (x = 0; x < cols; x++) tile[r * AOTC_SGEMM_NR + x] = sums[r * j->ldc + x];
         ep = aotc_sgemm_epilogue_at_(j, i, c);
         fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, AOTC_SGEMM_NR, tile, AOTC_SGEMM_NR, cols,
-           first, &ep, no_prefetch);
+           first, &ep, NULL);
         aotc_activation_apply_2d(j->act_after, tile, AOTC_SGEMM_NR, rows, cols);
         aotc_conv_implicit_store_(a, tile, rows, c, cols, i);
       }

@@ -295,19 +295,18 @@ typedef struct {
   int panel_outer;
 } aotc_sgemm_block_;
 
-/* What tile u of K-block pc (kc rows) prefetches: its share of the next strip the
- * block reads, split between the tiles that share this strip (np strip by strip, one
- * panel by panel); nothing after the last. */
+/* What tile u of K-block pc (kc rows) prefetches when the block goes strip by strip:
+ * its share of the next strip, split between the np tiles on this strip; nothing after
+ * the last. Panel by panel, nothing: B is in cache there, and short tiles lost 5-8%. */
 AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
                                                      int64_t pc, int64_t kc, int64_t u) {
-  int64_t sharing = blk->panel_outer ? 1 : blk->np, part = u % sharing;
-  int64_t next = (u / sharing + 1) * sharing, next_pc = pc, next_s, next_kc, k0, k1;
+  int64_t next_s = blk->s0 + u / blk->np + 1, next_pc = pc, part = u % blk->np, next_kc, k0, k1;
   aotc_sgemm_prefetch_ pf = {NULL, 0, 0};
-  if (next == blk->np * blk->ns) next = 0, next_pc = pc + kc;
+  if (blk->panel_outer) return pf;
+  if (next_s == blk->s0 + blk->ns) next_s = blk->s0, next_pc = pc + kc;
   if (next_pc >= j->K) return pf;
-  next_s = blk->s0 + (blk->panel_outer ? next % blk->ns : next / blk->np);
   next_kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - next_pc);
-  k0 = next_kc * part / sharing, k1 = next_kc * (part + 1) / sharing;
+  k0 = next_kc * part / blk->np, k1 = next_kc * (part + 1) / blk->np;
   pf.p = aotc_sgemm_strip_at_(j, next_pc, next_s, &pf.step) + k0 * pf.step;
   pf.count = AOTC_MIN(k1 - k0, kc);   /* the tile's loop runs kc rows */
   return pf;
@@ -315,8 +314,8 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
 
 /* One block of C over all of K, K outermost so C accumulates in order. Within a
  * K-block the tiles go strip by strip, or panel by panel below
- * AOTC_SGEMM_PANEL_OUTER_BELOW_K (aotc_gemm_kernels.h); each prefetches part of the
- * next strip (aotc_sgemm_prefetch_at_). */
+ * AOTC_SGEMM_PANEL_OUTER_BELOW_K (aotc_gemm_kernels.h); strip by strip, each tile
+ * prefetches part of the next strip (aotc_sgemm_prefetch_at_). */
 AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = (const aotc_sgemm_job_ *)arg;
   aotc_sgemm_block_ blk;
@@ -336,6 +335,7 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
       const float *a, *b = aotc_sgemm_strip_at_(j, pc, s, &bks);
       float *cp;
       aotc_sgemm_epilogue_ ep;
+      aotc_sgemm_prefetch_ pf = aotc_sgemm_prefetch_at_(j, &blk, pc, kc, u);
       aotc_sgemm_panel_(j->M, p, &i, &rows);
       if (j->pa) {
         a = j->pa + aotc_sgemm_a_panel_(j->M, j->K, pc, i), ars = 1, aks = rows;
@@ -347,7 +347,7 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
       cp = j->C + i * j->ldc + c;
       ep = aotc_sgemm_epilogue_at_(j, i, c);
       aotc_sgemm_tile_for_(rows)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first, last ? &ep : NULL,
-                                 aotc_sgemm_prefetch_at_(j, &blk, pc, kc, u));
+                                 pf.count > 0 ? &pf : NULL);
       if (last) aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
     }
   }

@@ -165,17 +165,35 @@ typedef struct {
 #define AOTC_PREFETCH_L2(p) ((void)(p))
 #endif
 
+/* One k of the tile body below: acc[i] += a(i, k) * B row k, then a and b step on. */
+#define AOTC_SGEMM_TILE_STEP_()                                                            \
+  do {                                                                                     \
+    aotc_v_ bv[AOTC_NV];                                                                   \
+    AOTC_UNROLL(32)                                                                        \
+    for (v = 0; v < AOTC_NV; v++) bv[v] = AOTC_V_LOAD(b + v * AOTC_VW);                    \
+    AOTC_UNROLL(16)                                                                        \
+    for (i = 0; i < rows; i++) {                                                           \
+      aotc_v_ av = AOTC_V_SET1(a[i * ars]);                                                \
+      AOTC_UNROLL(32)                                                                      \
+      for (v = 0; v < AOTC_NV; v++) acc[i][v] = AOTC_V_MADD(av, bv[v], acc[i][v]);        \
+    }                                                                                      \
+    a += aks;                                                                              \
+    b += bks;                                                                              \
+  } while (0)
+
 /* C[i, 0:cols] for i < rows over one K-block of kc: A element (i, k) at a[i * ars + k * aks]
  * (a packed or transposed A has ars = 1, a row-major A has aks = 1), B the kc x 32 strip
  * b with row k at b + k * bks (bks = 32 packed; a row-major B's row stride when read in
- * place). Starts from 0 (first) or from C; `ep` on the last block, else NULL; `pf` (count 0:
- * none) as it says. */
+ * place). Starts from 0 (first) or from C; `ep` on the last block, else NULL; `pf` NULL
+ * or as it says. (Both by pointer: a struct passed by value is copied through the
+ * stack with a wide load that waits for the last tile's stores to drain, which cost
+ * short tiles 10%.) */
 AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
                                              const float *AOTC_RESTRICT a, int64_t ars,
                                              int64_t aks, const float *AOTC_RESTRICT b, int64_t bks,
                                              float *AOTC_RESTRICT c, int64_t ldc, int64_t cols,
                                              int first, const aotc_sgemm_epilogue_ *ep,
-                                             aotc_sgemm_prefetch_ pf) {
+                                             const aotc_sgemm_prefetch_ *pf) {
   aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
   int64_t k;
   int i, v;
@@ -185,23 +203,13 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
     for (v = 0; v < AOTC_NV; v++)
       acc[i][v] = first ? AOTC_V_ZERO() : AOTC_V_LOADN(c + i * ldc + v * AOTC_VW, cols - v * AOTC_VW);
   }
-  for (k = 0; k < kc; k++) {
-    aotc_v_ bv[AOTC_NV];
-    AOTC_UNROLL(32)
-    for (v = 0; v < AOTC_NV; v++) bv[v] = AOTC_V_LOAD(b + v * AOTC_VW);
-    if (k < pf.count) {   /* a row of 32 floats: two 64-byte lines */
-      AOTC_PREFETCH_L2(pf.p + k * pf.step);
-      AOTC_PREFETCH_L2(pf.p + k * pf.step + 16);
-    }
-    AOTC_UNROLL(16)
-    for (i = 0; i < rows; i++) {
-      aotc_v_ av = AOTC_V_SET1(a[i * ars]);
-      AOTC_UNROLL(32)
-      for (v = 0; v < AOTC_NV; v++) acc[i][v] = AOTC_V_MADD(av, bv[v], acc[i][v]);
-    }
-    a += aks;
-    b += bks;
+  /* Rows k < pf->count (<= kc) prefetch a row of the next strip, 32 floats: two lines. */
+  for (k = 0; pf && k < pf->count; k++) {
+    AOTC_SGEMM_TILE_STEP_();
+    AOTC_PREFETCH_L2(pf->p + k * pf->step);
+    AOTC_PREFETCH_L2(pf->p + k * pf->step + 16);
   }
+  for (; k < kc; k++) AOTC_SGEMM_TILE_STEP_();
   if (ep) {
     const aotc_v_ zero = AOTC_V_ZERO(), lo = AOTC_V_SET1(ep->lo), hi = AOTC_V_SET1(ep->hi);
     AOTC_UNROLL(16)
@@ -230,13 +238,13 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
 
 typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int64_t aks,
                                     const float *b, int64_t bks, float *c, int64_t ldc, int64_t cols,
-                                    int first, const aotc_sgemm_epilogue_ *ep, aotc_sgemm_prefetch_ pf);
+                                    int first, const aotc_sgemm_epilogue_ *ep, const aotc_sgemm_prefetch_ *pf);
 
 #define AOTC_SGEMM_TILE_HEAD_(R)                                                           \
   AOTC_NOINLINE void aotc_sgemm_tile_##R##_(                                                \
       int64_t kc, const float *a, int64_t ars, int64_t aks, const float *b, int64_t bks,    \
       float *c, int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep,        \
-      aotc_sgemm_prefetch_ pf)
+      const aotc_sgemm_prefetch_ *pf)
 
 /* One compiled tile per row count, each with its loops fully unrolled; A is k-major
  * (ars = 1) or row-major (aks = 1). */
