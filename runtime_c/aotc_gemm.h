@@ -99,6 +99,12 @@ AOTC_FN int64_t aotc_sgemm_packed_b_floats(int64_t N, int64_t K) {
   return K * aotc_sgemm_round_up_(N, AOTC_SGEMM_NR);
 }
 
+/* Where strip s of the K-block at row pc starts in a packed B of `strips` strips and
+ * K rows: the K-blocks one after another, in each its strips (kc x 32 each). */
+AOTC_FN int64_t aotc_sgemm_packed_strip_(int64_t strips, int64_t K, int64_t pc, int64_t s) {
+  return pc * strips * AOTC_SGEMM_NR + s * AOTC_MIN(AOTC_SGEMM_KC, K - pc) * AOTC_SGEMM_NR;
+}
+
 /* Scratch for packed A is reserved when each row panel meets enough strips of B to
  * repay the copy (a function of the shape, so callers can size scratch) ... */
 AOTC_FN int aotc_sgemm_may_pack_a_(int64_t M, int64_t N) {
@@ -180,8 +186,7 @@ AOTC_FN void aotc_sgemm_pack_b(int64_t N, int64_t K, const float *B, int64_t ldb
   for (pc = 0; pc < K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, K - pc);
     for (s = 0; s < strips; s++)
-      aotc_sgemm_pack_b_strip_(dst + pc * strips * AOTC_SGEMM_NR + s * kc * AOTC_SGEMM_NR,
-                               B, ldb, trans, N, pc, kc, s);
+      aotc_sgemm_pack_b_strip_(dst + aotc_sgemm_packed_strip_(strips, K, pc, s), B, ldb, trans, N, pc, kc, s);
   }
 }
 
@@ -271,21 +276,21 @@ AOTC_FN void aotc_sgemm_pack_task_(void *arg, int64_t t) {
     int64_t packed = aotc_sgemm_packed_strips_(j), u = t - a_tasks;
     int64_t pc = u / packed * AOTC_SGEMM_KC, s = j->strips - packed + u % packed;
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
-    aotc_sgemm_pack_b_strip_(j->pb_out + pc * j->strips * AOTC_SGEMM_NR + s * kc * AOTC_SGEMM_NR,
-                             j->B, j->ldb, j->trans_b, j->N, pc, kc, s);
+    aotc_sgemm_pack_b_strip_(j->pb_out + aotc_sgemm_packed_strip_(j->strips, j->K, pc, s), j->B, j->ldb,
+                             j->trans_b, j->N, pc, kc, s);
   }
 }
 
 /* Where strip s of K-block pc is read: from B itself when it is read in place, else
  * from packed B. *step is its row stride. */
 AOTC_FN const float *aotc_sgemm_strip_at_(const aotc_sgemm_job_ *j, int64_t pc, int64_t s, int64_t *step) {
-  int64_t c = s * AOTC_SGEMM_NR, kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
+  int64_t c = s * AOTC_SGEMM_NR;
   if (j->b_in_place && j->N - c >= AOTC_SGEMM_NR) {
     *step = j->ldb;
     return j->B + pc * j->ldb + c;
   }
   *step = AOTC_SGEMM_NR;
-  return j->pb + pc * j->strips * AOTC_SGEMM_NR + s * kc * AOTC_SGEMM_NR;
+  return j->pb + aotc_sgemm_packed_strip_(j->strips, j->K, pc, s);
 }
 
 /* A block of C: panels p0 .. p0 + np - 1 by strips s0 .. s0 + ns - 1, its tiles
@@ -399,7 +404,7 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
         for (k = 0; k < kc; k++) abuf[k] = j->A[(pc + k) * astep];
         a = abuf;
       }
-      aotc_sgemv_strips_(kc, a, j->pb + pc * j->strips * AOTC_SGEMM_NR + c0 / AOTC_SGEMM_NR * gstride,
+      aotc_sgemv_strips_(kc, a, j->pb + aotc_sgemm_packed_strip_(j->strips, j->K, pc, c0 / AOTC_SGEMM_NR),
                          gstride, (int)aotc_sgemm_div_up_(cols, AOTC_SGEMM_NR), acc);
     }
   }
