@@ -162,8 +162,12 @@ typedef struct {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define AOTC_PREFETCH_L2(p) __builtin_prefetch((p), 0, 2)
+#define AOTC_PREFETCH_L1(p) __builtin_prefetch((p), 0, 3)
+#define AOTC_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
 #else
 #define AOTC_PREFETCH_L2(p) ((void)(p))
+#define AOTC_PREFETCH_L1(p) ((void)(p))
+#define AOTC_PREFETCH_W(p) ((void)(p))
 #endif
 
 /* One k of the tile body below: acc[i] += a(i, k) * B row k, then a and b step on. */
@@ -203,6 +207,23 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
     AOTC_UNROLL(32)
     for (v = 0; v < AOTC_NV; v++)
       acc[i][v] = first ? AOTC_V_ZERO() : AOTC_V_LOADN(c + i * ldc + v * AOTC_VW, cols - v * AOTC_VW);
+  }
+  /* The lines this tile ends on, fetched while it computes: the residual where one is
+   * added (its loads waited on memory: ResNet-50's 64 -> 256 pointwise convs took
+   * 1.4 ms with a fused Add, 0.8 ms without), and C where it is only written. */
+  if (first) {
+    AOTC_UNROLL(16)
+    for (i = 0; i < rows; i++) {
+      AOTC_PREFETCH_W(c + i * ldc);
+      AOTC_PREFETCH_W(c + i * ldc + 16);
+    }
+  }
+  if (ep && ep->residual) {
+    AOTC_UNROLL(16)
+    for (i = 0; i < rows; i++) {
+      AOTC_PREFETCH_L1(ep->residual + i * ep->ldr);
+      AOTC_PREFETCH_L1(ep->residual + i * ep->ldr + 16);
+    }
   }
   /* Rows k < pf->count (<= kc) prefetch a row of the next strip, 32 floats: two lines. */
   for (k = 0; pf && k < pf->count; k++) {
