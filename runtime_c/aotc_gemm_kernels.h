@@ -170,6 +170,22 @@ typedef struct {
 #define AOTC_PREFETCH_W(p) ((void)(p))
 #endif
 
+/* The 32 floats (two lines) of each of `rows` rows, `ld` apart, into L1, to be
+ * written or read. */
+AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_tile_(const float *p, int64_t ld, const int rows, const int write) {
+  int i;
+  AOTC_UNROLL(16)
+  for (i = 0; i < rows; i++) {
+    if (write) {
+      AOTC_PREFETCH_W(p + i * ld);
+      AOTC_PREFETCH_W(p + i * ld + 16);
+    } else {
+      AOTC_PREFETCH_L1(p + i * ld);
+      AOTC_PREFETCH_L1(p + i * ld + 16);
+    }
+  }
+}
+
 /* One k of the tile body below: acc[i] += a(i, k) * B row k, then a and b step on. */
 #define AOTC_SGEMM_TILE_STEP_()                                                            \
   do {                                                                                     \
@@ -211,20 +227,8 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
   /* The lines this tile ends on, fetched while it computes: the residual where one is
    * added (its loads waited on memory: ResNet-50's 64 -> 256 pointwise convs took
    * 1.4 ms with a fused Add, 0.8 ms without), and C where it is only written. */
-  if (first) {
-    AOTC_UNROLL(16)
-    for (i = 0; i < rows; i++) {
-      AOTC_PREFETCH_W(c + i * ldc);
-      AOTC_PREFETCH_W(c + i * ldc + 16);
-    }
-  }
-  if (ep && ep->residual) {
-    AOTC_UNROLL(16)
-    for (i = 0; i < rows; i++) {
-      AOTC_PREFETCH_L1(ep->residual + i * ep->ldr);
-      AOTC_PREFETCH_L1(ep->residual + i * ep->ldr + 16);
-    }
-  }
+  if (first) aotc_sgemm_prefetch_tile_(c, ldc, rows, 1);
+  if (ep && ep->residual) aotc_sgemm_prefetch_tile_(ep->residual, ep->ldr, rows, 0);
   /* Rows k < pf->count (<= kc) prefetch a row of the next strip, 32 floats: two lines. */
   for (k = 0; pf && k < pf->count; k++) {
     AOTC_SGEMM_TILE_STEP_();
