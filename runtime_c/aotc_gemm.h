@@ -319,8 +319,9 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
 
 /* One block of C over all of K, K outermost so C accumulates in order. Within a
  * K-block the tiles go strip by strip, or panel by panel below
- * AOTC_SGEMM_PANEL_OUTER_BELOW_K (aotc_gemm_kernels.h); strip by strip, each tile
- * prefetches part of the next strip (aotc_sgemm_prefetch_at_). */
+ * AOTC_SGEMM_PANEL_OUTER_BELOW_K, or when M > N for blocks of at most
+ * AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS strips (aotc_gemm_kernels.h); strip by strip, each
+ * tile prefetches part of the next strip (aotc_sgemm_prefetch_at_). */
 AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = (const aotc_sgemm_job_ *)arg;
   aotc_sgemm_block_ blk;
@@ -328,7 +329,8 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
   blk.p0 = t / j->ntasks_n * j->panels_per_task, blk.s0 = t % j->ntasks_n * j->strips_per_task;
   blk.np = AOTC_MIN(blk.p0 + j->panels_per_task, j->panels) - blk.p0;
   blk.ns = AOTC_MIN(blk.s0 + j->strips_per_task, j->strips) - blk.s0;
-  blk.panel_outer = j->K < AOTC_SGEMM_PANEL_OUTER_BELOW_K;
+  blk.panel_outer = j->K < AOTC_SGEMM_PANEL_OUTER_BELOW_K ||
+                    (j->M > j->N && blk.ns <= AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS);
   for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     int first = pc == 0, last = pc + kc == j->K;

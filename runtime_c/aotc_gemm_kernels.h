@@ -43,6 +43,12 @@
  * the panels pass it (with the prefetch, on a Xeon: BERT's FFN products 5.9 -> 4.9 ms,
  * ResNet-50's deep convs 8-18% faster). */
 #define AOTC_SGEMM_PANEL_OUTER_BELOW_K AOTC_SGEMM_KC
+/* ... and at any K when A is the larger operand (M > N) and a block has at most this
+ * many strips: a panel of A then stays in L1 across the block's strips, where strip by
+ * strip each strip read the panels again (3136 x 64 x 576, A read in place from L3:
+ * 3.5-9% faster in four paired runs on Zen 5; 3 and 4 strips within the noise; with
+ * M < N, as 64 x 1024 x 1024, B is the stream and its prefetch counts: 5% slower). */
+#define AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS 2
 typedef __m512 aotc_v_;
 AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
   return (__mmask16)(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
@@ -71,6 +77,7 @@ AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
 /* Strip by strip always: a 32 KiB strip of B stays in L1 while the panels pass it
  * (panel by panel, 0-6% slower at 1 thread on Zen 3, best of repeated runs). */
 #define AOTC_SGEMM_PANEL_OUTER_BELOW_K 0
+#define AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS 0
 typedef __m256 aotc_v_;
 AOTC_INLINE_ALWAYS __m256i aotc_v_mask_(int64_t n) {
   int m = (int)(n >= 8 ? 8 : n <= 0 ? 0 : n);
@@ -104,6 +111,7 @@ AOTC_INLINE_ALWAYS void aotc_v_storen_(float *p, __m256 v, int64_t n) {
 #define AOTC_SGEMM_PANELS_PER_TASK 8
 #define AOTC_SGEMM_STRIPS_PER_TASK 16
 #define AOTC_SGEMM_PANEL_OUTER_BELOW_K 0   /* strip by strip, as always: not measured against the other */
+#define AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS 0
 typedef float aotc_v_;
 #define AOTC_V_ZERO() 0.0f
 #define AOTC_V_SET1(x) (x)
