@@ -240,9 +240,9 @@ def test_rows_kernel_with_run_time_weights():
     # more weights per output channel (K) than output pixels: pixels become the rows
     ((1, 6, 9, 9), (8, 6, 5, 5), {"strides": [2, 2]}, "rows"),
     ((1, 48, 5, 7), (8, 48, 1, 1), {}, "rows"),
-    # a K too short for the implicit kernel's per-tile store (a stem): rows as well
-    ((1, 3, 32, 32), (8, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "rows"),
-    ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "rows"),
+    # a stem (short K) goes by the same rule: channels as rows
+    ((1, 3, 32, 32), (8, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "implicit"),
+    ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "implicit"),
 ])
 def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):
     model = conv_model(x_shape, w_shape, **attrs)

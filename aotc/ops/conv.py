@@ -6,8 +6,7 @@ output directly in double (aotc_conv_f64).
 
 The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
 - "direct" when every group has one input channel (depthwise);
-- "rows" when the weights outweigh the output pixels (K >= pixels: the deep layers),
-  or K is under 32 (a stem on 3 channels):
+- "rows" when the weights outweigh the output pixels (K >= pixels: the deep layers):
   output pixels are the GEMM's rows and W^T, packed here at compile time, its B; each
   pixel tile is unfolded into scratch (1x1 stride-1 unpadded convs read X itself) and
   its product stored transposed into the NCHW output;
@@ -34,7 +33,6 @@ IM2COL_BUDGET_BYTES = 2 << 20     # the unfolded block: about L2-sized
 BLOCK_COLUMN_MULTIPLE = 256       # a cut block is a whole number of GEMM column blocks
 ROW_TILE_MULTIPLE = 96            # a cut pixel tile is a whole number of GEMM row blocks
 ROWS_WEIGHT_RATIO = 1.0           # see ConvGeometry.rows_pay_off
-ROWS_MAX_SHORT_K = 32             # and below this K (a stem), rows as well
 
 
 @dataclass(frozen=True)
@@ -95,11 +93,10 @@ class ConvGeometry:
     def rows_pay_off(self):
         """Pixels as GEMM rows (weights packed at compile time, the output transposed
         at the store) beat channels as rows (weights packed on every run) when the
-        weights outweigh the output pixels, or when K is so short that the implicit
-        kernel's per-tile store outweighs its sums (MobileNetV2's 3x3 stem, K = 27:
-        0.47 vs 0.52 ms on Zen 4). 1x1 stride-1 convs stay plain GEMMs."""
-        if self.k < ROWS_MAX_SHORT_K and not self.reads_x:
-            return True
+        weights outweigh the output pixels. Not for short K as such: MobileNetV2's 3x3
+        stem (K = 27) took 0.47 ms as rows and 0.52 implicit on Zen 4, but 0.60-0.84
+        as rows and 0.34-0.51 implicit on Zen 5 (with its phase planes vectorized).
+        1x1 stride-1 convs stay plain GEMMs."""
         return self.k * self.cout_g >= ROWS_WEIGHT_RATIO * self.out_pixels * self.cout_g
 
     def row_tile(self):
