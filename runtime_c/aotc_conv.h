@@ -1363,11 +1363,17 @@ AOTC_INLINE_ALWAYS void aotc_conv_transpose16_(__m512 r[16]) {
 #endif
 
 /* Channels [16t, 16t + 16) of the tile, transposed 16 x 16 blocks at a time (in
- * registers on AVX-512, through L1 otherwise). */
+ * registers on AVX-512, through L1 otherwise), then the residual and activation: on
+ * AVX-512 still in registers when the activation is none, Relu or Clip. */
 AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
   const aotc_conv_store_args_ *a = (const aotc_conv_store_args_ *)arg;
   int64_t c0 = t * AOTC_CONV_STORE_BLOCK, c1 = AOTC_MIN(c0 + AOTC_CONV_STORE_BLOCK, a->channels);
   int64_t i0, i, c;
+#if defined(AOTC_SGEMM_PATH_AVX512)
+  const int act_v = aotc_sgemm_act_in_registers_(a->act);
+  const int fused = act_v != AOTC_SGEMM_ACT_NONE || !a->act || a->act->kind == AOTC_ACT_NONE;
+  const __m512 lo = _mm512_set1_ps(a->act ? a->act->a : 0.0f), hi = _mm512_set1_ps(a->act ? a->act->b : 0.0f);
+#endif
   for (i0 = 0; i0 < a->cols; i0 += AOTC_CONV_STORE_BLOCK) {
     int64_t i1 = AOTC_MIN(i0 + AOTC_CONV_STORE_BLOCK, a->cols);
 #if defined(AOTC_SGEMM_PATH_AVX512)
@@ -1376,6 +1382,14 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
       r[i] = i0 + i < i1 ? _mm512_maskz_loadu_ps(aotc_v_mask_(c1 - c0), a->c + (i0 + i) * a->channels + c0)
                          : _mm512_setzero_ps();
     aotc_conv_transpose16_(r);
+    if (a->residual && fused) {   /* the add and the activation in registers too */
+      const __mmask16 m = aotc_v_mask_(i1 - i0);
+      for (c = c0; c < c1; c++) {
+        const __m512 sum = _mm512_add_ps(r[c - c0], _mm512_maskz_loadu_ps(m, a->residual + c * a->pixels + i0));
+        _mm512_mask_storeu_ps(a->y + c * a->pixels + i0, m, aotc_sgemm_act_v_(AOTC_V_FINISH(sum), act_v, lo, hi));
+      }
+      continue;
+    }
     for (c = c0; c < c1; c++)
       _mm512_mask_storeu_ps(a->y + c * a->pixels + i0, aotc_v_mask_(i1 - i0), r[c - c0]);
 #else

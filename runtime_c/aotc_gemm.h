@@ -235,13 +235,18 @@ typedef struct {
   int b_in_place;      /* full strips read from B itself (aotc_sgemm_reads_b_in_place_) */
 } aotc_sgemm_job_;
 
+/* Of an activation (or NULL), what runs in registers (aotc_sgemm_act_v_): Relu or Clip. */
+AOTC_FN int aotc_sgemm_act_in_registers_(const aotc_activation *act) {
+  aotc_act_kind kind = act ? act->kind : AOTC_ACT_NONE;
+  return kind == AOTC_ACT_RELU ? AOTC_SGEMM_ACT_RELU
+         : kind == AOTC_ACT_CLIP ? AOTC_SGEMM_ACT_CLIP : AOTC_SGEMM_ACT_NONE;
+}
+
 /* Relu and Clip run in the tiles' registers; other activations after the store. */
 AOTC_FN void aotc_sgemm_epilogue_init_(aotc_sgemm_job_ *j) {
-  aotc_act_kind kind = j->act ? j->act->kind : AOTC_ACT_NONE;
   j->ep.bias_m = j->ep.bias_n = j->ep.residual = NULL;
   j->ep.ldr = j->ldc;
-  j->ep.act = kind == AOTC_ACT_RELU ? AOTC_SGEMM_ACT_RELU
-              : kind == AOTC_ACT_CLIP ? AOTC_SGEMM_ACT_CLIP : AOTC_SGEMM_ACT_NONE;
+  j->ep.act = aotc_sgemm_act_in_registers_(j->act);
   j->ep.lo = j->act ? j->act->a : 0.0f;
   j->ep.hi = j->act ? j->act->b : 0.0f;
   j->act_after = j->ep.act == AOTC_SGEMM_ACT_NONE ? j->act : NULL;

@@ -161,6 +161,15 @@ typedef struct {
   float lo, hi;     /* Clip's bounds */
 } aotc_sgemm_epilogue_;
 
+/* x after Relu or Clip (AOTC_SGEMM_ACT_*, Clip's bounds in lo and hi), in registers:
+ * the bits of their expressions in aotc_activation.h, NaN included (max and min return
+ * their second operand when unordered: Relu's NaN gives 0, Clip's stays NaN). */
+AOTC_INLINE_ALWAYS aotc_v_ aotc_sgemm_act_v_(aotc_v_ x, int act, aotc_v_ lo, aotc_v_ hi) {
+  if (act == AOTC_SGEMM_ACT_RELU) return AOTC_V_MAX(x, AOTC_V_ZERO());   /* x > 0 ? x : 0 */
+  if (act == AOTC_SGEMM_ACT_CLIP) return AOTC_V_MIN(hi, AOTC_V_MAX(lo, x));
+  return x;
+}
+
 /* Rows k < count of a strip of B that a later tile reads, at p + k * step: fetched into
  * L2 while this tile computes, so that weights streamed from memory arrive in time. */
 typedef struct {
@@ -245,7 +254,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
   }
   for (; k < kc; k++) AOTC_SGEMM_TILE_STEP_();
   if (ep) {
-    const aotc_v_ zero = AOTC_V_ZERO(), lo = AOTC_V_SET1(ep->lo), hi = AOTC_V_SET1(ep->hi);
+    const aotc_v_ lo = AOTC_V_SET1(ep->lo), hi = AOTC_V_SET1(ep->hi);
     AOTC_UNROLL(16)
     for (i = 0; i < rows; i++) {
       AOTC_UNROLL(32)
@@ -255,10 +264,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
         if (ep->bias_n) x = AOTC_V_ADD(x, AOTC_V_LOADN(ep->bias_n + v * AOTC_VW, cols - v * AOTC_VW));
         if (ep->residual)
           x = AOTC_V_ADD(x, AOTC_V_LOADN(ep->residual + i * ep->ldr + v * AOTC_VW, cols - v * AOTC_VW));
-        x = AOTC_V_FINISH(x);
-        if (ep->act == AOTC_SGEMM_ACT_RELU) x = AOTC_V_MAX(x, zero);   /* x > 0 ? x : 0 */
-        if (ep->act == AOTC_SGEMM_ACT_CLIP) x = AOTC_V_MIN(hi, AOTC_V_MAX(lo, x));
-        acc[i][v] = x;
+        acc[i][v] = aotc_sgemm_act_v_(AOTC_V_FINISH(x), ep->act, lo, hi);
       }
     }
   }

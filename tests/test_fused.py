@@ -308,7 +308,8 @@ RESIDUAL_CONVS = {   # X shape, W shape, attributes: every kernel the shape sele
 }
 
 
-def _residual_model(kind, activation="Relu", residual_first=False, residual_shape=None):
+def _residual_model(kind, activation="Relu", residual_first=False, residual_shape=None,
+                    activation_attrs=None):
     """Conv(x) + r [-> activation]: the residual r a graph input."""
     x_shape, w_shape, attrs = RESIDUAL_CONVS[kind]
     conv_only = make_model([helper.make_node("Conv", ["x", "W"], ["c"], **attrs)],
@@ -320,7 +321,7 @@ def _residual_model(kind, activation="Relu", residual_first=False, residual_shap
     nodes = [helper.make_node("Conv", ["x", "W", "Bc"], ["c"], **attrs),
              helper.make_node("Add", ["r", "c"] if residual_first else ["c", "r"], ["s"])]
     if activation:
-        nodes += _activation_nodes(activation, {}, "s", "y", inits)
+        nodes += _activation_nodes(activation, activation_attrs or {}, "s", "y", inits)
     model = make_model(nodes, [("x", np.float32, list(x_shape)), ("r", np.float32, list(r_shape))],
                        [("y" if activation else "s", np.float32, None)], inits)
     feeds = {"x": random(x_shape, seed=3), "r": random(r_shape, seed=4)}
@@ -344,14 +345,20 @@ def test_residual_add_goes_into_every_conv_kernel(kind):
             np.testing.assert_array_equal(got.view(np.uint32), plain.view(np.uint32))
 
 
-@pytest.mark.parametrize("activation", [None, "Sigmoid"])
-def test_residual_add_with_no_or_a_stored_activation(activation):
-    """No activation after the Add, and one the tiles leave for after the store."""
-    model, feeds = _residual_model("pointwise", activation=activation)
+@pytest.mark.parametrize("kind", ["pointwise", "rows"])
+@pytest.mark.parametrize("activation,attrs", [(None, None), ("Sigmoid", None),
+                                              ("Clip", {"bounds": (-0.5, 0.75)})])
+def test_residual_add_with_no_or_another_activation(kind, activation, attrs):
+    """No activation after the Add, one left for after the store, and Clip (which the
+    rows kernel's transposed store applies in registers): onnxruntime's values and
+    the unfused graph's bits."""
+    model, feeds = _residual_model(kind, activation=activation, activation_attrs=attrs)
     fused = aotc.compile(model)
     assert fused.report["nodes_after"] == {"FusedConv": 1}
-    np.testing.assert_allclose(list(fused.run(feeds).values())[0],
-                               list(run_ort(model, feeds).values())[0], **ORT_TOL)
+    got = list(fused.run(feeds).values())[0]
+    np.testing.assert_allclose(got, list(run_ort(model, feeds).values())[0], **RESIDUAL_ORT_TOL)
+    plain = list(aotc.compile(model, opt_level="basic").run(feeds).values())[0]
+    np.testing.assert_array_equal(got.view(np.uint32), plain.view(np.uint32))
 
 
 def test_broadcasting_or_shared_adds_stay_adds():
