@@ -418,28 +418,23 @@ AOTC_INLINE_ALWAYS __m512 aotc_conv_flat_tap_(__m512 acc, __mmask16 m, __m512 w,
 /* The bias, then Relu or Clip in registers as the GEMM tile's epilogue applies them
  * (the activations' bits, NaN included); other activations run after the store. */
 typedef struct {
-  int kind, in_registers;
+  int act, in_registers;   /* act: AOTC_SGEMM_ACT_* */
   __m512 bias, lo, hi;
 } aotc_conv_dw_epilogue_;
 
 AOTC_FN aotc_conv_dw_epilogue_ aotc_conv_dw_epilogue_init_(const aotc_activation *act, float bias) {
   aotc_conv_dw_epilogue_ e;
-  e.kind = act ? (int)act->kind : (int)AOTC_ACT_NONE;
-  e.in_registers = e.kind == AOTC_ACT_NONE || e.kind == AOTC_ACT_RELU || e.kind == AOTC_ACT_CLIP;
+  e.act = aotc_sgemm_act_in_registers_(act);
+  e.in_registers = e.act != AOTC_SGEMM_ACT_NONE || !act || act->kind == AOTC_ACT_NONE;
   e.bias = _mm512_set1_ps(bias);
-  e.lo = _mm512_set1_ps(e.kind == AOTC_ACT_CLIP ? act->a : 0.0f);
-  e.hi = _mm512_set1_ps(e.kind == AOTC_ACT_CLIP ? act->b : 0.0f);
+  e.lo = _mm512_set1_ps(e.act == AOTC_SGEMM_ACT_CLIP ? act->a : 0.0f);
+  e.hi = _mm512_set1_ps(e.act == AOTC_SGEMM_ACT_CLIP ? act->b : 0.0f);
   return e;
 }
 
 AOTC_INLINE_ALWAYS __m512 aotc_conv_dw_finish_(const aotc_conv_dw_epilogue_ *e, __m512 acc) {
   acc = _mm512_add_ps(acc, e->bias);
-  if (e->in_registers) {
-    acc = AOTC_V_FINISH(acc);
-    if (e->kind == AOTC_ACT_RELU) acc = _mm512_max_ps(acc, _mm512_setzero_ps());
-    if (e->kind == AOTC_ACT_CLIP) acc = _mm512_min_ps(e->hi, _mm512_max_ps(e->lo, acc));
-  }
-  return acc;
+  return e->in_registers ? aotc_sgemm_act_v_(AOTC_V_FINISH(acc), e->act, e->lo, e->hi) : acc;
 }
 
 /* One channel's output plane y from its input plane. */
