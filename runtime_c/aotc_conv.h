@@ -1016,9 +1016,11 @@ AOTC_ENGINE_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, i
  * hq x wq = (out_h + (kh - 1) / sh) x (out_w + (kw - 1) / sw) of them (one plane per
  * channel at stride 1; only the phases some tap reads). Output pixel (oh, ow) taken as
  * flat column q = oh * wq + ow, row k = (ci, ky, kx) of the unfolded matrix is the run
- * of phase (ky % sh, kx % sw) of channel ci at (ky / sh) * wq + kx / sw + q: every strip
- * of packed B is 32 contiguous floats per k, copied into an L1 buffer right before the
- * tiles use it, and no unfolded matrix is ever stored. A tile's last K-block lands in
+ * of phase (ky % sh, kx % sw) of channel ci at (ky / sh) * wq + kx / sw + q: a strip of
+ * the unfolded matrix is 32 contiguous floats per k, which the tiles read straight from
+ * the phase planes through the table of row offsets (aotc_sgemm_tile_ind_for_; copying
+ * each strip into an L1 buffer first cost the 7x7 stem and 3x3 convs 8-9%), and no
+ * unfolded matrix is ever stored. A tile's last K-block lands in
  * an L1 buffer and goes from there to Y, dropping the wq - out_w columns of each row
  * that fall past the output (earlier K-blocks keep their sums in scratch). Sums, bias
  * and activation as in the GEMM (k in (ci, ky, kx) order): the bits of aotc_conv_im2col. */
@@ -1061,39 +1063,34 @@ AOTC_FN void aotc_conv_implicit_store_(const aotc_conv_implicit_args_ *a, const 
 AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
   const aotc_conv_implicit_args_ *a = (const aotc_conv_implicit_args_ *)arg;
   const aotc_sgemm_job_ *j = &a->j;
-  float strip[AOTC_SGEMM_KC * AOTC_SGEMM_NR] AOTC_ALIGNED(64);
   float tile[AOTC_SGEMM_MR * AOTC_SGEMM_NR] AOTC_ALIGNED(64);
   int64_t p0 = t / j->ntasks_n * j->panels_per_task, s0 = t % j->ntasks_n * j->strips_per_task;
   int64_t p1 = AOTC_MIN(p0 + j->panels_per_task, j->panels);
   int64_t s1 = AOTC_MIN(s0 + j->strips_per_task, j->strips);
-  int64_t pc, p, s, k, x;
+  int64_t pc, p, s;
   for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     int first = pc == 0, last = pc + kc == j->K;
     for (s = s0; s < s1; s++) {
       int64_t c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
-      for (k = 0; k < kc; k++) {
-        const float *src = a->xp + a->koff[pc + k] + c;
-        for (x = 0; x < AOTC_SGEMM_NR; x++) strip[k * AOTC_SGEMM_NR + x] = src[x];
-      }
       for (p = p0; p < p1; p++) {
-        int64_t i, rows, r;
+        int64_t i, rows, r, x;
         aotc_sgemm_epilogue_ ep;
-        aotc_sgemm_tile_fn_ fn;
+        aotc_sgemm_tile_ind_fn_ fn;
         float *sums;   /* the sums of earlier K-blocks */
         aotc_sgemm_panel_(j->M, p, &i, &rows);
-        fn = aotc_sgemm_tile_for_(rows);
+        fn = aotc_sgemm_tile_ind_for_(rows);
         sums = j->C + i * j->ldc + c;
         if (!last) {
-          fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, AOTC_SGEMM_NR, sums, j->ldc, cols, first, NULL, NULL);
+          fn(kc, j->A + i * j->lda + pc, j->lda, a->xp + c, a->koff + pc, sums, j->ldc, cols, first, NULL);
           continue;
         }
         if (!first)
           for (r = 0; r < rows; r++)
             for (x = 0; x < cols; x++) tile[r * AOTC_SGEMM_NR + x] = sums[r * j->ldc + x];
         ep = aotc_sgemm_epilogue_at_(j, i, c);
-        fn(kc, j->A + i * j->lda + pc, j->lda, 1, strip, AOTC_SGEMM_NR, tile, AOTC_SGEMM_NR, cols,
-           first, &ep, NULL);
+        fn(kc, j->A + i * j->lda + pc, j->lda, a->xp + c, a->koff + pc, tile, AOTC_SGEMM_NR, cols,
+           first, &ep);
         aotc_activation_apply_2d(j->act_after, tile, AOTC_SGEMM_NR, rows, cols);
         aotc_conv_implicit_store_(a, tile, rows, c, cols, i);
       }
