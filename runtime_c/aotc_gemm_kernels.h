@@ -224,16 +224,17 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_tile_(const float *p, int64_t ld, co
 /* C[i, 0:cols] for i < rows over one K-block of kc: A element (i, k) at a[i * ars + k * aks]
  * (a packed or transposed A has ars = 1, a row-major A has aks = 1), B the kc x 32 strip
  * b with row k at b + k * bks (bks = 32 packed; a row-major B's row stride when read in
- * place). Starts from 0 (first) or from C; `ep` on the last block, else NULL; `pf` NULL
- * or as it says. (Both by pointer: a struct passed by value is copied through the
- * stack with a wide load that waits for the last tile's stores to drain, which cost
- * short tiles 10%.) */
+ * place; with `boff`, row k at b + boff[k] instead). Starts from 0 (first) or from C;
+ * `ep` on the last block, else NULL; `pf` NULL or as it says. (Both by pointer: a
+ * struct passed by value is copied through the stack with a wide load that waits for
+ * the last tile's stores to drain, which cost short tiles 10%.) */
 AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
                                              const float *AOTC_RESTRICT a, int64_t ars,
                                              int64_t aks, const float *AOTC_RESTRICT b, int64_t bks,
                                              float *AOTC_RESTRICT c, int64_t ldc, int64_t cols,
                                              int first, const aotc_sgemm_epilogue_ *ep,
-                                             const aotc_sgemm_prefetch_ *pf) {
+                                             const aotc_sgemm_prefetch_ *pf, const int64_t *boff) {
+  const float *b0 = b;
   aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
   int64_t k;
   int i, v;
@@ -254,7 +255,10 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
     AOTC_PREFETCH_L2(pf->p + k * pf->step);
     AOTC_PREFETCH_L2(pf->p + k * pf->step + 16);
   }
-  for (; k < kc; k++) AOTC_SGEMM_TILE_STEP_();
+  for (; k < kc; k++) {
+    if (boff) b = b0 + boff[k];
+    AOTC_SGEMM_TILE_STEP_();
+  }
   if (ep) {
     const aotc_v_ lo = AOTC_V_SET1(ep->lo), hi = AOTC_V_SET1(ep->hi);
     AOTC_UNROLL(16)
@@ -293,42 +297,44 @@ typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int
 #define AOTC_SGEMM_TILE_ROWS_(R)                                                           \
   AOTC_SGEMM_TILE_HEAD_(R) {                                                               \
     if (ars == 1) /* k-major A: rows at fixed offsets */                                  \
-      aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, bks, c, ldc, cols, first, ep, pf);          \
+      aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, bks, c, ldc, cols, first, ep, pf, NULL);    \
     else                                                                                   \
-      aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, bks, c, ldc, cols, first, ep, pf);          \
+      aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, bks, c, ldc, cols, first, ep, pf, NULL);    \
   }
-AOTC_SGEMM_TILE_ROWS_(1)
-AOTC_SGEMM_TILE_ROWS_(2)
-AOTC_SGEMM_TILE_ROWS_(3)
-#if AOTC_SGEMM_MR >= 4
-AOTC_SGEMM_TILE_ROWS_(4)
-#endif
-#if AOTC_SGEMM_MR >= 14
-AOTC_SGEMM_TILE_ROWS_(5)
-AOTC_SGEMM_TILE_ROWS_(6)
-AOTC_SGEMM_TILE_ROWS_(7)
-AOTC_SGEMM_TILE_ROWS_(8)
-AOTC_SGEMM_TILE_ROWS_(9)
-AOTC_SGEMM_TILE_ROWS_(10)
-AOTC_SGEMM_TILE_ROWS_(11)
-AOTC_SGEMM_TILE_ROWS_(12)
-AOTC_SGEMM_TILE_ROWS_(13)
-AOTC_SGEMM_TILE_ROWS_(14)
-#endif
 
-/* The tile for `rows` (1..AOTC_SGEMM_MR) rows. */
-AOTC_FN aotc_sgemm_tile_fn_ aotc_sgemm_tile_for_(int64_t rows) {
-  static const aotc_sgemm_tile_fn_ tiles[] = {
-    aotc_sgemm_tile_1_, aotc_sgemm_tile_2_, aotc_sgemm_tile_3_,
-#if AOTC_SGEMM_MR >= 4
-    aotc_sgemm_tile_4_,
-#endif
+/* X(R) for every tile height R of this path. */
 #if AOTC_SGEMM_MR >= 14
-    aotc_sgemm_tile_5_, aotc_sgemm_tile_6_, aotc_sgemm_tile_7_, aotc_sgemm_tile_8_,
-    aotc_sgemm_tile_9_, aotc_sgemm_tile_10_, aotc_sgemm_tile_11_, aotc_sgemm_tile_12_,
-    aotc_sgemm_tile_13_, aotc_sgemm_tile_14_,
+#define AOTC_SGEMM_EACH_ROWS_(X) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14)
+#elif AOTC_SGEMM_MR >= 4
+#define AOTC_SGEMM_EACH_ROWS_(X) X(1) X(2) X(3) X(4)
+#else
+#define AOTC_SGEMM_EACH_ROWS_(X) X(1) X(2) X(3)
 #endif
-  };
+AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_ROWS_)
+
+/* The same tiles with a row-major A and B's row k at b + boff[k]: the rows of an
+ * unfolded matrix read where they lie (the implicit conv kernel). */
+typedef void (*aotc_sgemm_tile_ind_fn_)(int64_t kc, const float *a, int64_t ars, const float *b,
+                                        const int64_t *boff, float *c, int64_t ldc, int64_t cols,
+                                        int first, const aotc_sgemm_epilogue_ *ep);
+#define AOTC_SGEMM_TILE_IND_(R)                                                              \
+  AOTC_NOINLINE void aotc_sgemm_tile_ind_##R##_(                                              \
+      int64_t kc, const float *a, int64_t ars, const float *b, const int64_t *boff, float *c, \
+      int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep) {                  \
+    aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, 0, c, ldc, cols, first, ep, NULL, boff);        \
+  }
+AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_IND_)
+
+/* The tile for `rows` (1..AOTC_SGEMM_MR) rows, of each kind. */
+#define AOTC_SGEMM_TILE_NAME_(R) aotc_sgemm_tile_##R##_,
+#define AOTC_SGEMM_TILE_IND_NAME_(R) aotc_sgemm_tile_ind_##R##_,
+AOTC_FN aotc_sgemm_tile_fn_ aotc_sgemm_tile_for_(int64_t rows) {
+  static const aotc_sgemm_tile_fn_ tiles[] = {AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_NAME_)};
+  return tiles[rows - 1];
+}
+
+AOTC_FN aotc_sgemm_tile_ind_fn_ aotc_sgemm_tile_ind_for_(int64_t rows) {
+  static const aotc_sgemm_tile_ind_fn_ tiles[] = {AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_IND_NAME_)};
   return tiles[rows - 1];
 }
 
