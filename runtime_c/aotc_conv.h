@@ -425,7 +425,7 @@ typedef struct {
 AOTC_FN aotc_conv_dw_epilogue_ aotc_conv_dw_epilogue_init_(const aotc_activation *act, float bias) {
   aotc_conv_dw_epilogue_ e;
   e.act = aotc_sgemm_act_in_registers_(act);
-  e.in_registers = e.act != AOTC_SGEMM_ACT_NONE || !act || act->kind == AOTC_ACT_NONE;
+  e.in_registers = aotc_sgemm_act_all_in_registers_(act);
   e.bias = _mm512_set1_ps(bias);
   e.lo = _mm512_set1_ps(e.act == AOTC_SGEMM_ACT_CLIP ? act->a : 0.0f);
   e.hi = _mm512_set1_ps(e.act == AOTC_SGEMM_ACT_CLIP ? act->b : 0.0f);
@@ -1362,9 +1362,9 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
   int64_t c0 = t * AOTC_CONV_STORE_BLOCK, c1 = AOTC_MIN(c0 + AOTC_CONV_STORE_BLOCK, a->channels);
   int64_t i0, i, c;
 #if defined(AOTC_SGEMM_PATH_AVX512)
-  const int act_v = aotc_sgemm_act_in_registers_(a->act);
-  const int fused = act_v != AOTC_SGEMM_ACT_NONE || !a->act || a->act->kind == AOTC_ACT_NONE;
-  const __m512 lo = _mm512_set1_ps(a->act ? a->act->a : 0.0f), hi = _mm512_set1_ps(a->act ? a->act->b : 0.0f);
+  const int act_v = aotc_sgemm_act_in_registers_(a->act), fused = aotc_sgemm_act_all_in_registers_(a->act);
+  const __m512 lo = _mm512_set1_ps(a->act ? a->act->a : 0.0f);
+  const __m512 hi = _mm512_set1_ps(a->act ? a->act->b : 0.0f);
 #endif
   for (i0 = 0; i0 < a->cols; i0 += AOTC_CONV_STORE_BLOCK) {
     int64_t i1 = AOTC_MIN(i0 + AOTC_CONV_STORE_BLOCK, a->cols);
@@ -1377,8 +1377,9 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
     if (a->residual && fused) {   /* the add and the activation in registers too */
       const __mmask16 m = aotc_v_mask_(i1 - i0);
       for (c = c0; c < c1; c++) {
-        const __m512 sum = _mm512_add_ps(r[c - c0], _mm512_maskz_loadu_ps(m, a->residual + c * a->pixels + i0));
-        _mm512_mask_storeu_ps(a->y + c * a->pixels + i0, m, aotc_sgemm_act_v_(AOTC_V_FINISH(sum), act_v, lo, hi));
+        const int64_t at = c * a->pixels + i0;
+        const __m512 sum = _mm512_add_ps(r[c - c0], _mm512_maskz_loadu_ps(m, a->residual + at));
+        _mm512_mask_storeu_ps(a->y + at, m, aotc_sgemm_act_v_(AOTC_V_FINISH(sum), act_v, lo, hi));
       }
       continue;
     }

@@ -242,6 +242,11 @@ AOTC_FN int aotc_sgemm_act_in_registers_(const aotc_activation *act) {
          : kind == AOTC_ACT_CLIP ? AOTC_SGEMM_ACT_CLIP : AOTC_SGEMM_ACT_NONE;
 }
 
+/* Whether all of an activation (or NULL) runs in registers: none, Relu or Clip. */
+AOTC_FN int aotc_sgemm_act_all_in_registers_(const aotc_activation *act) {
+  return aotc_sgemm_act_in_registers_(act) != AOTC_SGEMM_ACT_NONE || !act || act->kind == AOTC_ACT_NONE;
+}
+
 /* Relu and Clip run in the tiles' registers; other activations after the store. */
 AOTC_FN void aotc_sgemm_epilogue_init_(aotc_sgemm_job_ *j) {
   j->ep.bias_m = j->ep.bias_n = j->ep.residual = NULL;
