@@ -1324,36 +1324,6 @@ typedef struct {
 
 #define AOTC_CONV_STORE_BLOCK 16   /* channels per task and pixels per inner block */
 
-#if defined(AOTC_SGEMM_PATH_AVX512)
-/* r[i] <- column i of the 16 x 16 block whose rows are r[0..15]. */
-AOTC_INLINE_ALWAYS void aotc_conv_transpose16_(__m512 r[16]) {
-  __m512 t[16];
-  int i;
-  for (i = 0; i < 8; i++) {   /* pairs of rows interleaved, then quads, then 128-bit lanes */
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (i = 0; i < 4; i++) {
-    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
-    const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
-    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  for (i = 0; i < 4; i++) {
-    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-  }
-  for (i = 0; i < 8; i++) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-  }
-}
-#endif
-
 /* Channels [16t, 16t + 16) of the tile, transposed 16 x 16 blocks at a time (in
  * registers on AVX-512, through L1 otherwise), then the residual and activation: on
  * AVX-512 still in registers when the activation is none, Relu or Clip. */
@@ -1373,7 +1343,7 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
     for (i = 0; i < 16; i++)   /* row i: pixel i0 + i, channels c0.. */
       r[i] = i0 + i < i1 ? _mm512_maskz_loadu_ps(aotc_v_mask_(c1 - c0), a->c + (i0 + i) * a->channels + c0)
                          : _mm512_setzero_ps();
-    aotc_conv_transpose16_(r);
+    aotc_v_transpose16_(r);
     if (a->residual && fused) {   /* the add and the activation in registers too */
       const __mmask16 m = aotc_v_mask_(i1 - i0);
       for (c = c0; c < c1; c++) {

@@ -172,9 +172,21 @@ AOTC_FN void aotc_sgemm_pack_a_panel_(float *AOTC_RESTRICT dst, const float *AOT
     for (k = 0; k < kc; k++)
       for (i = 0; i < rows; i++) dst[k * rows + i] = A[(pc + k) * lda + i0 + i];
   } else {
+    int64_t k0 = 0;
+#if defined(AOTC_SGEMM_PATH_AVX512)
+    /* 16 columns of the panel's rows at a time, transposed in registers: the scalar
+     * copy's scattered stores were 12% of a 1024^3 product's samples. */
+    for (; k0 + 16 <= kc; k0 += 16) {
+      __m512 r[16];
+      for (i = 0; i < 16; i++)
+        r[i] = i < rows ? _mm512_loadu_ps(A + (i0 + i) * lda + pc + k0) : _mm512_setzero_ps();
+      aotc_v_transpose16_(r);
+      for (k = 0; k < 16; k++) _mm512_mask_storeu_ps(dst + (k0 + k) * rows, aotc_v_mask_(rows), r[k]);
+    }
+#endif
     for (i = 0; i < rows; i++) {
       const float *src = A + (i0 + i) * lda + pc;
-      for (k = 0; k < kc; k++) dst[k * rows + i] = src[k];
+      for (k = k0; k < kc; k++) dst[k * rows + i] = src[k];
     }
   }
 }
