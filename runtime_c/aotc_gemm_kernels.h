@@ -253,9 +253,10 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_tile_(const float *p, int64_t ld, co
  * (a packed or transposed A has ars = 1, a row-major A has aks = 1), B the kc x 32 strip
  * b with row k at b + k * bks (bks = 32 packed; a row-major B's row stride when read in
  * place; with `boff`, row k at b + boff[k] instead). Starts from 0 (first) or from C;
- * `ep` on the last block, else NULL; `pf` NULL or as it says. (Both by pointer: a
- * struct passed by value is copied through the stack with a wide load that waits for
- * the last tile's stores to drain, which cost short tiles 10%.) */
+ * `ep` on the last block, else NULL; `pf` NULL or as it says (always NULL with `boff`:
+ * its rows step by bks). (Both by pointer: a struct passed by value is copied through
+ * the stack with a wide load that waits for the last tile's stores to drain, which cost
+ * short tiles 10%.) */
 AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
                                              const float *AOTC_RESTRICT a, int64_t ars,
                                              int64_t aks, const float *AOTC_RESTRICT b, int64_t bks,

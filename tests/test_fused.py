@@ -356,7 +356,8 @@ def test_residual_add_with_no_or_another_activation(kind, activation, attrs):
     fused = aotc.compile(model)
     assert fused.report["nodes_after"] == {"FusedConv": 1}
     got = list(fused.run(feeds).values())[0]
-    np.testing.assert_allclose(got, list(run_ort(model, feeds).values())[0], **RESIDUAL_ORT_TOL)
+    tolerance = ORT_TOL if kind == "pointwise" else RESIDUAL_ORT_TOL   # rows: 576 products a sum
+    np.testing.assert_allclose(got, list(run_ort(model, feeds).values())[0], **tolerance)
     plain = list(aotc.compile(model, opt_level="basic").run(feeds).values())[0]
     np.testing.assert_array_equal(got.view(np.uint32), plain.view(np.uint32))
 

@@ -10,10 +10,11 @@ The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
   output pixels are the GEMM's rows and W^T, packed here at compile time, its B; each
   pixel tile is unfolded into scratch (1x1 stride-1 unpadded convs read X itself) and
   its product stored transposed into the NCHW output;
-- otherwise channels are the rows and the weights the GEMM's A (packed per run, which
-  is cheap next to the pixels): a plain GEMM per image and group for 1x1 stride-1
-  unpadded convs ("pointwise"); for other undilated 2-D convs, the unfolded matrix read
-  strip by strip from zero-bordered phase planes of X ("implicit"); else (3-D, dilated)
+- otherwise channels are the rows and the weights the GEMM's A (read as they are, or
+  packed per run, which is cheap next to the pixels): a plain GEMM per image and group
+  for 1x1 stride-1 unpadded convs ("pointwise"); for other undilated 2-D convs, the
+  tiles read the unfolded matrix where it lies, in zero-bordered phase planes of X
+  ("implicit"); else (3-D, dilated)
   im2col by column blocks of bounded size written straight into the GEMM's packed-B
   layout ("im2col").
 Every path sums over (input channel, kernel taps) in order, then adds the bias, then
