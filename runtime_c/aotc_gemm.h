@@ -76,6 +76,24 @@ AOTC_ENGINE_FN void aotc_sgemm_packed_a_act(aotc_pool *pool, int64_t M, int64_t 
                                             const float *bias_m, const float *bias_n,
                                             const aotc_activation *act, unsigned char *scratch);
 
+/* What builds A for a caller that never stores it: fn(ctx, dst, pc, kc, i0, rows)
+ * writes rows [i0, i0 + rows) (at most AOTC_SGEMM_MR) of columns [pc, pc + kc) (one
+ * K-block) k-major into dst (dst[k * rows + i]). */
+typedef struct {
+  void (*fn)(const void *ctx, float *dst, int64_t pc, int64_t kc, int64_t i0, int64_t rows);
+  const void *ctx;
+} aotc_sgemm_a_maker;
+
+/* aotc_sgemm_packed_a_act with A made panel by panel by `make_a`, each right before
+ * the tiles that read it, where A would be packed (a panel goes from its maker to the
+ * tiles through L1). Each task makes its panels, so a product cut into tasks across
+ * its columns makes them more than once. The same bits as a stored A. */
+AOTC_ENGINE_FN void aotc_sgemm_made_a_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                          const aotc_sgemm_a_maker *make_a, const float *B, int64_t ldb,
+                                          int trans_b, const float *packed_b, float *C, int64_t ldc,
+                                          const float *bias_m, const float *bias_n,
+                                          const aotc_activation *act, unsigned char *scratch);
+
 /* Y = alpha * Y (+ beta * C[i * csi + j * csj]) over an M x N row-major Y; C may be NULL
  * (strides 0 broadcast C): the epilogue of Gemm when C does not fit a bias vector. */
 AOTC_ENGINE_FN void aotc_sgemm_scale_add(int64_t M, int64_t N, float *Y, float alpha, const float *C,
@@ -242,6 +260,7 @@ typedef struct {
   float *C;
   const float *pa;     /* packed A (scratch or the caller's), NULL when A is read in place */
   float *pa_out;       /* where to pack A, NULL when A comes packed or is read in place */
+  const aotc_sgemm_a_maker *make_a;   /* NULL, or what makes each panel of A */
   const float *pb;     /* packed B (scratch or compile time) */
   float *pb_out;       /* where to pack B, NULL when B comes packed */
   int b_in_place;      /* full strips read from B itself (aotc_sgemm_reads_b_in_place_) */
@@ -339,19 +358,19 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
   return pf;
 }
 
-/* One block of C over all of K, K outermost so C accumulates in order. Within a
+/* Block t of C over all of K, K outermost so C accumulates in order. Within a
  * K-block the tiles go strip by strip, or panel by panel below
  * AOTC_SGEMM_PANEL_OUTER_BELOW_K, or when M > N for blocks of at most
- * AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS strips (aotc_gemm_kernels.h); strip by strip, each
+ * AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS strips (aotc_gemm_kernels.h), or when A is made
+ * (into `made`, a panel's worth, before the panel's first tile); strip by strip, each
  * tile prefetches part of the next strip (aotc_sgemm_prefetch_at_). */
-AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
-  const aotc_sgemm_job_ *j = (const aotc_sgemm_job_ *)arg;
+AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float *made) {
   aotc_sgemm_block_ blk;
   int64_t pc, u;
   blk.p0 = t / j->ntasks_n * j->panels_per_task, blk.s0 = t % j->ntasks_n * j->strips_per_task;
   blk.np = AOTC_MIN(blk.p0 + j->panels_per_task, j->panels) - blk.p0;
   blk.ns = AOTC_MIN(blk.s0 + j->strips_per_task, j->strips) - blk.s0;
-  blk.panel_outer = j->K < AOTC_SGEMM_PANEL_OUTER_BELOW_K ||
+  blk.panel_outer = j->make_a || j->K < AOTC_SGEMM_PANEL_OUTER_BELOW_K ||
                     (j->M > j->N && blk.ns <= AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS);
   for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
@@ -366,7 +385,10 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
       aotc_sgemm_epilogue_ ep;
       aotc_sgemm_prefetch_ pf = aotc_sgemm_prefetch_at_(j, &blk, pc, kc, u);
       aotc_sgemm_panel_(j->M, p, &i, &rows);
-      if (j->pa) {
+      if (j->make_a) {
+        if (u % blk.ns == 0) j->make_a->fn(j->make_a->ctx, made, pc, kc, i, rows);
+        a = made, ars = 1, aks = rows;
+      } else if (j->pa) {
         a = j->pa + aotc_sgemm_a_panel_(j->M, j->K, pc, i), ars = 1, aks = rows;
       } else if (j->trans_a) {
         a = j->A + pc * j->lda + i, ars = 1, aks = j->lda;
@@ -380,6 +402,16 @@ AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
       if (last) aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
     }
   }
+}
+
+AOTC_FN void aotc_sgemm_block_task_(void *arg, int64_t t) {
+  aotc_sgemm_block_tiles_((const aotc_sgemm_job_ *)arg, t, NULL);
+}
+
+/* The same where A is made: the panel on this thread's stack, so it stays in L1. */
+AOTC_FN void aotc_sgemm_made_a_task_(void *arg, int64_t t) {
+  float made[AOTC_SGEMM_MR * AOTC_SGEMM_KC] AOTC_ALIGNED(64);
+  aotc_sgemm_block_tiles_((const aotc_sgemm_job_ *)arg, t, made);
 }
 
 /* acc[c] += sum over k < K of a[k * astep] * B[k * ldb + c] for c < cols: row-major B
@@ -444,7 +476,8 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
 
 /* Tasks of at most AOTC_SGEMM_PANELS_PER_TASK panels x AOTC_SGEMM_STRIPS_PER_TASK strips
  * (per path: aotc_gemm_kernels.h), the panels and strips shared out evenly;
- * a small product is cut finer, the larger side of a task first, until there are
+ * a small product is cut finer, the larger side of a task first (where A is made, the
+ * panels first: each task makes its panels once more), until there are
  * AOTC_SGEMM_MIN_TASKS tasks or single tiles. Shape only: a tile's sums never depend
  * on which task (or thread) computes it. */
 AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
@@ -454,7 +487,8 @@ AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
     int64_t pp = aotc_sgemm_div_up_(j->panels, np), sp = aotc_sgemm_div_up_(j->strips, ns);
     int64_t tasks = aotc_sgemm_div_up_(j->panels, pp) * aotc_sgemm_div_up_(j->strips, sp);
     if (tasks >= AOTC_SGEMM_MIN_TASKS || (pp == 1 && sp == 1)) break;
-    if (sp * AOTC_SGEMM_NR >= pp * AOTC_SGEMM_MR && sp > 1) ns++;
+    if (j->make_a && pp > 1) np++;
+    else if (sp * AOTC_SGEMM_NR >= pp * AOTC_SGEMM_MR && sp > 1) ns++;
     else if (pp > 1) np++;
     else ns++;
   }
@@ -463,11 +497,13 @@ AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
   j->ntasks_n = aotc_sgemm_div_up_(j->strips, j->strips_per_task);
 }
 
-/* The common driver: packed_a / packed_b are A / B already packed (then A/lda/trans_a
- * or B/ldb/trans_b are unused). `residual`: NULL, or a matrix laid out as C (row stride
- * ldc, not overlapping C) added after the bias, before the activation (a fused Add). */
+/* The common driver: packed_a / packed_b are A / B already packed, make_a what makes
+ * A (then A/lda/trans_a or B/ldb/trans_b are unused); at most one of packed_a and
+ * make_a. `residual`: NULL, or a matrix laid out as C (row stride ldc, not overlapping
+ * C) added after the bias, before the activation (a fused Add). */
 AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                              const float *A, int64_t lda, int trans_a, const float *packed_a,
+                             const aotc_sgemm_a_maker *make_a,
                              const float *B, int64_t ldb, int trans_b, const float *packed_b,
                              float *C, int64_t ldc, const float *bias_m, const float *bias_n,
                              const float *residual, const aotc_activation *act,
@@ -492,8 +528,8 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
     return;
   }
   /* A single column of C (contiguous) is a row of C^T = B^T A^T: the M = 1 path. */
-  if (N == 1 && M > 1 && ldc == 1 && !packed_b && !packed_a) {
-    aotc_sgemm_run_(pool, 1, M, K, B, ldb, !trans_b, NULL, A, lda, !trans_a, NULL, C, 1,
+  if (N == 1 && M > 1 && ldc == 1 && !packed_b && !packed_a && !make_a) {
+    aotc_sgemm_run_(pool, 1, M, K, B, ldb, !trans_b, NULL, NULL, A, lda, !trans_a, NULL, C, 1,
                     bias_n, bias_m, residual, act, scratch);
     return;
   }
@@ -506,24 +542,25 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   j.strips = aotc_sgemm_div_up_(N, AOTC_SGEMM_NR);
   j.kblocks = aotc_sgemm_div_up_(K, AOTC_SGEMM_KC);
   j.pb = packed_b;
+  j.make_a = make_a;
   if (packed_a) j.pa = packed_a;
-  else if (aotc_sgemm_packs_a_(M, N, lda, trans_a)) j.pa = j.pa_out = (float *)(void *)scratch;
+  else if (!make_a && aotc_sgemm_packs_a_(M, N, lda, trans_a)) j.pa = j.pa_out = (float *)(void *)scratch;
   if (!packed_b && (M > 1 || trans_b)) {
-    j.pb_out = (float *)(void *)(scratch + (packed_a ? 0 : aotc_sgemm_packed_scratch_bytes(M, N, K)));
+    j.pb_out = (float *)(void *)(scratch + (packed_a || make_a ? 0 : aotc_sgemm_packed_scratch_bytes(M, N, K)));
     j.pb = j.pb_out;
     j.b_in_place = M > 1 && aotc_sgemm_reads_b_in_place_(ldb, trans_b);
   }
   if (j.pa_out || aotc_sgemm_packed_strips_(&j))
     aotc_parallel_for(pool, (j.pa_out ? j.kblocks * j.panels : 0) + j.kblocks * aotc_sgemm_packed_strips_(&j),
                       aotc_sgemm_pack_task_, &j);
-  if (M == 1) {
+  if (M == 1 && !make_a) {   /* (a made row goes through the tiles) */
     int64_t width = j.pb ? AOTC_SGEMV_NC : AOTC_SGEMV_ROWS_NC;
     aotc_parallel_for(pool, aotc_sgemm_div_up_(N, width), aotc_sgemv_task_, &j);
     return;
   }
   aotc_sgemm_split_(&j);
   aotc_parallel_for(pool, aotc_sgemm_div_up_(j.panels, j.panels_per_task) * j.ntasks_n,
-                    aotc_sgemm_block_task_, &j);
+                    make_a ? aotc_sgemm_made_a_task_ : aotc_sgemm_block_task_, &j);
 }
 
 /* ---- the entry points' bodies (each documented above) ------------------------------ */
@@ -534,7 +571,7 @@ AOTC_ENGINE_FN void aotc_sgemm(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                                float *C, int64_t ldc,
                                const float *bias_m, const float *bias_n,
                                unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, B, ldb, trans_b, NULL, C, ldc,
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, B, ldb, trans_b, NULL, C, ldc,
                   bias_m, bias_n, NULL, NULL, scratch);
 }
 
@@ -544,7 +581,7 @@ AOTC_ENGINE_FN void aotc_sgemm_act(aotc_pool *pool, int64_t M, int64_t N, int64_
                                    float *C, int64_t ldc,
                                    const float *bias_m, const float *bias_n,
                                    const aotc_activation *act, unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, B, ldb, trans_b, NULL, C, ldc,
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, B, ldb, trans_b, NULL, C, ldc,
                   bias_m, bias_n, NULL, act, scratch);
 }
 
@@ -553,7 +590,7 @@ AOTC_ENGINE_FN void aotc_sgemm_packed(aotc_pool *pool, int64_t M, int64_t N, int
                                       float *C, int64_t ldc,
                                       const float *bias_m, const float *bias_n,
                                       unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, 0, 0, packed_b, C, ldc,
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, NULL, 0, 0, packed_b, C, ldc,
                   bias_m, bias_n, NULL, NULL, scratch);
 }
 
@@ -562,7 +599,7 @@ AOTC_ENGINE_FN void aotc_sgemm_packed_act(aotc_pool *pool, int64_t M, int64_t N,
                                           const float *packed_b, float *C, int64_t ldc,
                                           const float *bias_m, const float *bias_n,
                                           const aotc_activation *act, unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, 0, 0, packed_b, C, ldc,
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, NULL, 0, 0, packed_b, C, ldc,
                   bias_m, bias_n, NULL, act, scratch);
 }
 
@@ -571,7 +608,16 @@ AOTC_ENGINE_FN void aotc_sgemm_packed_a_act(aotc_pool *pool, int64_t M, int64_t 
                                             const float *packed_b, float *C, int64_t ldc,
                                             const float *bias_m, const float *bias_n,
                                             const aotc_activation *act, unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, NULL, 0, 0, packed_a, B, ldb, trans_b, packed_b, C, ldc,
+  aotc_sgemm_run_(pool, M, N, K, NULL, 0, 0, packed_a, NULL, B, ldb, trans_b, packed_b, C, ldc,
+                  bias_m, bias_n, NULL, act, scratch);
+}
+
+AOTC_ENGINE_FN void aotc_sgemm_made_a_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
+                                          const aotc_sgemm_a_maker *make_a, const float *B, int64_t ldb,
+                                          int trans_b, const float *packed_b, float *C, int64_t ldc,
+                                          const float *bias_m, const float *bias_n,
+                                          const aotc_activation *act, unsigned char *scratch) {
+  aotc_sgemm_run_(pool, M, N, K, NULL, 0, 0, NULL, make_a, B, ldb, trans_b, packed_b, C, ldc,
                   bias_m, bias_n, NULL, act, scratch);
 }
 

@@ -215,10 +215,15 @@ def test_rows_kernel_pointwise_strided_grouped_and_batched():
 
 
 def test_rows_kernel_cut_into_ragged_pixel_tiles():
-    # K = 256 * 9 per pixel: the 28x28 output is cut into tiles, the last one ragged
-    check((1, 256, 28, 28), (16, 256, 3, 3), pads=[1, 1, 1, 1])
+    # More pixels than channels: the GEMM unfolds panel by panel, and the product tiles
+    # (784 pixels x 700 channels) are cut to fit scratch, the last one ragged
+    check((1, 256, 28, 28), (700, 256, 3, 3), pads=[1, 1, 1, 1])
+    # Fewer: the unfolded tiles are stored (K = 512 * 9 floats a pixel), cut likewise
+    check((1, 512, 14, 14), (256, 512, 3, 3), pads=[1, 1, 1, 1])
     # 16 pixels: two GEMM row panels of 8 (a 14-row panel and a 2-row one, evened out)
     check((1, 64, 4, 4), (8, 64, 3, 3), pads=[1, 1, 1, 1])
+    # one pixel, one channel: a single made row goes through the tiles
+    check((1, 8, 3, 3), (1, 8, 3, 3))
 
 
 def test_rows_kernel_with_run_time_weights():
@@ -259,7 +264,8 @@ def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):
     ((2, 3, 64, 64), (16, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
     ((2, 32, 56, 56), (64, 32, 1, 1), {}),
     ((2, 32, 57, 57), (32, 1, 3, 3), {"group": 32, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
-    ((1, 256, 14, 14), (72, 256, 3, 3), {"pads": [1, 1, 1, 1]}),      # rows kernel
+    ((1, 256, 14, 14), (72, 256, 3, 3), {"pads": [1, 1, 1, 1]}),      # rows, unfolded by panel
+    ((1, 256, 7, 7), (72, 256, 3, 3), {"pads": [1, 1, 1, 1]}),        # rows, unfolded tile stored
 ])
 def test_bit_identical_across_thread_counts(x_shape, w_shape, attrs):
     model = conv_model(x_shape, w_shape, **attrs)
@@ -477,7 +483,8 @@ def test_simd_kernels_run_clean_under_sanitizers(tmp_path):
                  ((2, 12, 14, 13), [1, 0, 0, 1], 2, "Clip"), ((1, 20, 7, 7), [1, 1, 1, 1], 1, "Sigmoid")]
     cases = [(x, (x[1], 1, 3, 3), dict(group=x[1], pads=p, strides=[s, s]), act) for x, p, s, act in depthwise]
     cases += [((1, 64, 5, 6), (16, 64, 3, 3), dict(pads=[1, 1, 1, 1]), "Relu"),          # rows
-              ((1, 64, 7, 7), (8, 64, 3, 3), dict(pads=[1, 0, 0, 1], strides=[2, 2]), "Tanh")]
+              ((1, 64, 7, 7), (8, 64, 3, 3), dict(pads=[1, 0, 0, 1], strides=[2, 2]), "Tanh"),
+              ((1, 64, 4, 5), (24, 64, 3, 3), dict(pads=[1, 1, 0, 0]), "Clip")]   # rows, stored
     nodes, inits, outputs = [], {}, []
     for i, (x_shape, w_shape, attrs, act) in enumerate(cases):
         inits[f"w{i}"], inits[f"b{i}"] = random(w_shape, seed=i), random((w_shape[0],), seed=10 + i)
@@ -564,6 +571,7 @@ def test_exact_mode_gives_the_same_bits_on_every_path_with_canonical_nans():
              ((8, 1, 5, 3), dict(group=8, pads=[2, 1, 2, 1])),
              ((6, 8, 1, 1), {}), ((5, 8, 3, 2), dict(pads=[1, 0, 1, 1])),
              ((70, 8, 3, 3), dict(pads=[1, 1, 1, 1], strides=[4, 4])),
+             ((6, 8, 3, 3), dict(strides=[3, 3])),
              ((8, 1, 3, 3), dict(group=8, pads=[2, 0, 0, 2])),
              ((8, 1, 3, 3), dict(group=8, pads=[1, 1, 1, 1], strides=[2, 2])),
              ((8, 1, 3, 3), dict(group=8, strides=[2, 2]))]

@@ -100,10 +100,17 @@ class ConvGeometry:
         1x1 stride-1 convs stay plain GEMMs."""
         return self.k * self.cout_g >= ROWS_WEIGHT_RATIO * self.out_pixels * self.cout_g
 
+    @property
+    def unfolds_by_panel(self):
+        """The rows kernel's GEMM unfolds each panel as it goes, storing no unfolded
+        tile (aotc_conv_rows_unfold_panels_)."""
+        return self.out_pixels >= self.cout_g
+
     def row_tile(self):
-        """Output pixels per tile of the rows kernel: all when the unfolded tile and
-        the product tile fit the budget, else equal tiles of whole GEMM row blocks."""
-        per_pixel = 4 * (self.cout_g + (0 if self.reads_x else self.k))
+        """Output pixels per tile of the rows kernel: all when the product tile (and
+        the unfolded tile, when it is stored) fit the budget, else equal tiles of whole
+        GEMM row blocks."""
+        per_pixel = 4 * (self.cout_g + (0 if self.reads_x or self.unfolds_by_panel else self.k))
         fit = IM2COL_BUDGET_BYTES // per_pixel
         if self.out_pixels <= fit:
             return self.out_pixels
@@ -311,7 +318,7 @@ def _f32_scratch(ctx, g):
         gemm_bytes = gemm(tile, g.cout_g, g.k)
         if not g.reads_x:   # the unfolded tile is the GEMM's packed A: none of its own
             gemm_bytes -= sgemm_packed_scratch_bytes(tile, g.cout_g, g.k)
-        return (_align(4 * tile * g.cout_g) + (0 if g.reads_x else _align(4 * g.k * tile))
+        return (_align(4 * tile * g.cout_g) + (0 if g.reads_x or g.unfolds_by_panel else _align(4 * g.k * tile))
                 + gemm_bytes)
     if kind == "pointwise":
         return sgemm_scratch_bytes(g.cout_g, g.out_pixels, g.cin_g)
