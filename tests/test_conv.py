@@ -484,7 +484,8 @@ def test_simd_kernels_run_clean_under_sanitizers(tmp_path):
     cases = [(x, (x[1], 1, 3, 3), dict(group=x[1], pads=p, strides=[s, s]), act) for x, p, s, act in depthwise]
     cases += [((1, 64, 5, 6), (16, 64, 3, 3), dict(pads=[1, 1, 1, 1]), "Relu"),          # rows
               ((1, 64, 7, 7), (8, 64, 3, 3), dict(pads=[1, 0, 0, 1], strides=[2, 2]), "Tanh"),
-              ((1, 64, 4, 5), (24, 64, 3, 3), dict(pads=[1, 1, 0, 0]), "Clip")]   # rows, stored
+              ((1, 64, 4, 5), (24, 64, 3, 3), dict(pads=[1, 1, 0, 0]), "Clip"),   # rows, stored
+              ((1, 8, 9, 11), (16, 8, 1, 1), dict(pads=[0, 1, 1, 0], strides=[2, 2]), "Relu")]   # 1x1 GEMM
     nodes, inits, outputs = [], {}, []
     for i, (x_shape, w_shape, attrs, act) in enumerate(cases):
         inits[f"w{i}"], inits[f"b{i}"] = random(w_shape, seed=i), random((w_shape[0],), seed=10 + i)

@@ -300,6 +300,7 @@ RESIDUAL_CONVS = {   # X shape, W shape, attributes: every kernel the shape sele
     "pointwise": ((2, 16, 9, 11), (24, 16, 1, 1), {}),
     "implicit": ((2, 6, 13, 10), (10, 6, 3, 3), {"pads": [1, 1, 1, 1]}),
     "implicit-k-past-a-block": ((1, 40, 9, 8), (12, 40, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "implicit-1x1-strided": ((2, 16, 9, 11), (24, 16, 1, 1), {"strides": [2, 2], "pads": [0, 1, 1, 0]}),
     "im2col": ((1, 5, 14, 12), (7, 5, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
     "rows": ((1, 64, 5, 6), (40, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
     "depthwise": ((1, 12, 13, 10), (12, 1, 3, 3), {"group": 12, "pads": [1, 1, 1, 1]}),

@@ -83,9 +83,12 @@ class ConvGeometry:
 
     def implicit_scratch(self):
         """aotc_conv_implicit_scratch_bytes: the phase planes (+ 32 floats of slack),
-        the sums between K-blocks in rows of a plane's width, the row offsets."""
-        from .matmul import KC
+        then the GEMM's scratch for a 1x1 kernel, else the sums between K-blocks in rows
+        of a plane's width and the row offsets."""
+        from .matmul import KC, sgemm_scratch_bytes
         (_, kh, kw), (_, sh, sw), (_, oh, ow) = self.kernel, self.strides, self.out_dims
+        if kh == kw == 1:   # then the GEMM's scratch (aotc_conv_implicit_is_gemm_)
+            return _align(4 * (self.cin_g * oh * ow + 32)) + sgemm_scratch_bytes(self.cout_g, oh * ow, self.cin_g)
         hq, wq = oh + (kh - 1) // sh, ow + (kw - 1) // sw
         planes = self.cin_g * min(sh, kh) * min(sw, kw)
         sums = self.cout_g * oh * wq if self.k > KC else 0
