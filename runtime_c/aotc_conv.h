@@ -119,10 +119,10 @@ AOTC_ENGINE_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g
   for (n = 0; n < g->batch; n++)
     for (grp = 0; grp < g->group; grp++) {
       int64_t yoff = (n * cout + grp * g->cout_g) * pixels;
+      const aotc_sgemm_extras extras = {NULL, NULL, residual ? residual + yoff : NULL};
       aotc_sgemm_run_(pool, g->cout_g, pixels, g->cin_g, w + grp * g->cout_g * g->cin_g, g->cin_g, 0,
-                      NULL, NULL, x + (n * cin + grp * g->cin_g) * pixels, pixels, 0, NULL, y + yoff,
-                      pixels, bias ? bias + grp * g->cout_g : NULL, NULL,
-                      residual ? residual + yoff : NULL, act, scratch);
+                      x + (n * cin + grp * g->cin_g) * pixels, pixels, 0, NULL, y + yoff, pixels,
+                      bias ? bias + grp * g->cout_g : NULL, NULL, act, &extras, scratch);
     }
 }
 
@@ -1001,9 +1001,10 @@ AOTC_ENGINE_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, i
         aotc_parallel_for(pool, (a.k + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC *
                                     ((a.strips + AOTC_CONV_STRIP_GROUP - 1) / AOTC_CONV_STRIP_GROUP),
                           aotc_conv_im2col_panel_, &a);
-        aotc_sgemm_run_(pool, g->cout_g, a.ncols, a.k, w + grp * g->cout_g * a.k, a.k, 0, NULL,
-                        NULL, NULL, 0, 0, a.packed, y + yoff, out_px, bias ? bias + grp * g->cout_g : NULL,
-                        NULL, residual ? residual + yoff : NULL, act, gemm_scratch);
+        const aotc_sgemm_extras extras = {NULL, NULL, residual ? residual + yoff : NULL};
+        aotc_sgemm_run_(pool, g->cout_g, a.ncols, a.k, w + grp * g->cout_g * a.k, a.k, 0, NULL, 0, 0,
+                        a.packed, y + yoff, out_px, bias ? bias + grp * g->cout_g : NULL, NULL, act,
+                        &extras, gemm_scratch);
       }
 }
 
@@ -1230,8 +1231,10 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
       a.j.bias_m = bias ? bias + grp * g->cout_g : NULL;
       aotc_parallel_for(pool, g->cin_g + 1, aotc_conv_phases_task_, &a);
       if (aotc_conv_implicit_is_gemm_(g)) {   /* planes hq x wq = out_h x out_w */
-        aotc_sgemm_run_(pool, g->cout_g, out_px, k, a.j.A, k, 0, NULL, NULL, a.xp, out_px, 0, NULL, a.y,
-                        out_px, a.j.bias_m, NULL, a.residual, act, (unsigned char *)sums);
+        const aotc_sgemm_extras extras = {NULL, NULL, a.residual};
+        unsigned char *gemm_scratch = (unsigned char *)sums;   /* right after the planes */
+        aotc_sgemm_run_(pool, g->cout_g, out_px, k, a.j.A, k, 0, a.xp, out_px, 0, NULL, a.y, out_px,
+                        a.j.bias_m, NULL, act, &extras, gemm_scratch);
         continue;
       }
       aotc_parallel_for(pool, aotc_sgemm_div_up_(a.j.panels, a.j.panels_per_task) * a.j.ntasks_n,
@@ -1443,29 +1446,23 @@ AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int
       for (first = 0; first < out_px; first += tile) {
         int64_t cols = AOTC_MIN(tile, out_px - first);
         const float *wg = w + grp * (w_packed ? aotc_sgemm_packed_b_floats(g->cout_g, k) : g->cout_g * k);
+        aotc_sgemm_extras extras = {NULL, NULL, NULL};
+        u.x = xg;
+        u.first = first;
         if (!reads_x && by_panel) {
-          u.x = xg;
-          u.first = first;
-          aotc_sgemm_made_a_act(pool, cols, g->cout_g, k, &unfold, w_packed ? NULL : wg, k, 1,
-                                w_packed ? wg : NULL, ctile, g->cout_g, NULL, bg,
-                                residual ? NULL : act, gemm_scratch);
+          extras.make_a = &unfold;
         } else if (!reads_x) {
-          u.x = xg;
-          u.first = first;
           u.packed = unfolded;
           u.cols = cols;
           u.panels = aotc_sgemm_panels_(cols);
           aotc_parallel_for(pool, aotc_sgemm_div_up_(k, AOTC_SGEMM_KC) * u.panels, aotc_conv_unfold_task_, &u);
-          aotc_sgemm_packed_a_act(pool, cols, g->cout_g, k, unfolded, w_packed ? NULL : wg, k, 1,
-                                  w_packed ? wg : NULL, ctile, g->cout_g, NULL, bg,
-                                  residual ? NULL : act, gemm_scratch);
-        } else if (w_packed) {
-          aotc_sgemm_packed_act(pool, cols, g->cout_g, k, xg + first, in_px, 1, wg, ctile,
-                                g->cout_g, NULL, bg, residual ? NULL : act, gemm_scratch);
-        } else {
-          aotc_sgemm_act(pool, cols, g->cout_g, k, xg + first, in_px, 1, wg, k, 1,
-                         ctile, g->cout_g, NULL, bg, residual ? NULL : act, gemm_scratch);
+          extras.packed_a = unfolded;
         }
+        /* A is X^T where the conv reads X itself, else unfolded; W^T is B, packed at
+         * compile time or stored transposed */
+        aotc_sgemm_run_(pool, cols, g->cout_g, k, xg + first, in_px, 1, w_packed ? NULL : wg, k, 1,
+                        w_packed ? wg : NULL, ctile, g->cout_g, NULL, bg, residual ? NULL : act, &extras,
+                        gemm_scratch);
         s.cols = cols;
         s.y = y + yoff + first;
         s.residual = residual ? residual + yoff + first : NULL;

@@ -65,17 +65,6 @@ AOTC_ENGINE_FN void aotc_sgemm_packed_act(aotc_pool *pool, int64_t M, int64_t N,
                                           const float *bias_m, const float *bias_n,
                                           const aotc_activation *act, unsigned char *scratch);
 
-/* aotc_sgemm_act with A already packed (aotc_sgemm_a_panel_'s layout: a caller that
- * builds A, such as an unfolding conv, writes it there directly) and B packed or not
- * (packed_b NULL: B, ldb, trans_b as for aotc_sgemm). `scratch` holds at least
- * aotc_sgemm_scratch_bytes(M, N, K) - aotc_sgemm_packed_scratch_bytes(M, N, K) bytes
- * (none for a packed B), 64-byte aligned. The same bits as the unpacked A. */
-AOTC_ENGINE_FN void aotc_sgemm_packed_a_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                                            const float *packed_a, const float *B, int64_t ldb, int trans_b,
-                                            const float *packed_b, float *C, int64_t ldc,
-                                            const float *bias_m, const float *bias_n,
-                                            const aotc_activation *act, unsigned char *scratch);
-
 /* What builds A for a caller that never stores it: fn(ctx, dst, pc, kc, i0, rows)
  * writes rows [i0, i0 + rows) (at most AOTC_SGEMM_MR) of columns [pc, pc + kc) (one
  * K-block) k-major into dst (dst[k * rows + i]). */
@@ -84,15 +73,18 @@ typedef struct {
   const void *ctx;
 } aotc_sgemm_a_maker;
 
-/* aotc_sgemm_packed_a_act with A made panel by panel by `make_a`, each right before
- * the tiles that read it, where A would be packed (a panel goes from its maker to the
- * tiles through L1). Each task makes its panels, so a product cut into tasks across
- * its columns makes them more than once. The same bits as a stored A. */
-AOTC_ENGINE_FN void aotc_sgemm_made_a_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                                          const aotc_sgemm_a_maker *make_a, const float *B, int64_t ldb,
-                                          int trans_b, const float *packed_b, float *C, int64_t ldc,
-                                          const float *bias_m, const float *bias_n,
-                                          const aotc_activation *act, unsigned char *scratch);
+/* The parts of a product that only the engine's own kernels (the convs) use, each NULL
+ * when unused: A already packed (aotc_sgemm_a_panel_'s layout: a caller that builds A
+ * writes it there directly; scratch then needs no room for packing A) or made panel by
+ * panel right before the tiles that read it (each task makes its panels, so a product
+ * cut across its columns makes them more than once); a residual laid out as C (row
+ * stride ldc, not overlapping C) added after the bias, before the activation (a fused
+ * Add). */
+typedef struct {
+  const float *packed_a;
+  const aotc_sgemm_a_maker *make_a;
+  const float *residual;
+} aotc_sgemm_extras;
 
 /* Y = alpha * Y (+ beta * C[i * csi + j * csj]) over an M x N row-major Y; C may be NULL
  * (strides 0 broadcast C): the epilogue of Gemm when C does not fit a bias vector. */
@@ -499,22 +491,23 @@ AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
   j->ntasks_n = aotc_sgemm_div_up_(j->strips, j->strips_per_task);
 }
 
-/* The common driver: packed_a / packed_b are A / B already packed, make_a what makes
- * A (then A/lda/trans_a or B/ldb/trans_b are unused); at most one of packed_a and
- * make_a. `residual`: NULL, or a matrix laid out as C (row stride ldc, not overlapping
- * C) added after the bias, before the activation (a fused Add). */
+/* The common driver: packed_b NULL or B already packed (then B/ldb/trans_b are
+ * unused); `extras` NULL or as aotc_sgemm_extras says (with A packed or made,
+ * A/lda/trans_a are unused). */
 AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                             const float *A, int64_t lda, int trans_a, const float *packed_a,
-                             const aotc_sgemm_a_maker *make_a,
+                             const float *A, int64_t lda, int trans_a,
                              const float *B, int64_t ldb, int trans_b, const float *packed_b,
                              float *C, int64_t ldc, const float *bias_m, const float *bias_n,
-                             const float *residual, const aotc_activation *act,
+                             const aotc_activation *act, const aotc_sgemm_extras *extras,
                              unsigned char *scratch) {
+  static const aotc_sgemm_extras none = {NULL, NULL, NULL};
+  aotc_sgemm_extras x = extras ? *extras : none;
+  const float *residual = x.residual;
   aotc_sgemm_job_ j;
   if (M <= 0 || N <= 0) return;
-  if (packed_a && M == 1) {   /* one row packed is the row itself */
-    A = packed_a, lda = K, trans_a = 0;
-    packed_a = NULL;
+  if (x.packed_a && M == 1) {   /* one row packed is the row itself */
+    A = x.packed_a, lda = K, trans_a = 0;
+    x.packed_a = NULL;
   }
   if (K <= 0) {
     int64_t i, c;
@@ -530,9 +523,10 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
     return;
   }
   /* A single column of C (contiguous) is a row of C^T = B^T A^T: the M = 1 path. */
-  if (N == 1 && M > 1 && ldc == 1 && !packed_b && !packed_a && !make_a) {
-    aotc_sgemm_run_(pool, 1, M, K, B, ldb, !trans_b, NULL, NULL, A, lda, !trans_a, NULL, C, 1,
-                    bias_n, bias_m, residual, act, scratch);
+  if (N == 1 && M > 1 && ldc == 1 && !packed_b && !x.packed_a && !x.make_a) {
+    const aotc_sgemm_extras transposed = {NULL, NULL, residual};
+    aotc_sgemm_run_(pool, 1, M, K, B, ldb, !trans_b, A, lda, !trans_a, NULL, C, 1,
+                    bias_n, bias_m, act, &transposed, scratch);
     return;
   }
   memset(&j, 0, sizeof j);
@@ -544,25 +538,25 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   j.strips = aotc_sgemm_div_up_(N, AOTC_SGEMM_NR);
   j.kblocks = aotc_sgemm_div_up_(K, AOTC_SGEMM_KC);
   j.pb = packed_b;
-  j.make_a = make_a;
-  if (packed_a) j.pa = packed_a;
-  else if (!make_a && aotc_sgemm_packs_a_(M, N, lda)) j.pa = j.pa_out = (float *)(void *)scratch;
+  j.make_a = x.make_a;
+  if (x.packed_a) j.pa = x.packed_a;
+  else if (!x.make_a && aotc_sgemm_packs_a_(M, N, lda)) j.pa = j.pa_out = (float *)(void *)scratch;
   if (!packed_b && (M > 1 || trans_b)) {
-    j.pb_out = (float *)(void *)(scratch + (packed_a || make_a ? 0 : aotc_sgemm_packed_scratch_bytes(M, N, K)));
+    j.pb_out = (float *)(void *)(scratch + (x.packed_a || x.make_a ? 0 : aotc_sgemm_packed_scratch_bytes(M, N, K)));
     j.pb = j.pb_out;
     j.b_in_place = M > 1 && aotc_sgemm_reads_b_in_place_(ldb, trans_b);
   }
   if (j.pa_out || aotc_sgemm_packed_strips_(&j))
     aotc_parallel_for(pool, (j.pa_out ? j.kblocks * j.panels : 0) + j.kblocks * aotc_sgemm_packed_strips_(&j),
                       aotc_sgemm_pack_task_, &j);
-  if (M == 1 && !make_a) {   /* (a made row goes through the tiles) */
+  if (M == 1 && !x.make_a) {   /* (a made row goes through the tiles) */
     int64_t width = j.pb ? AOTC_SGEMV_NC : AOTC_SGEMV_ROWS_NC;
     aotc_parallel_for(pool, aotc_sgemm_div_up_(N, width), aotc_sgemv_task_, &j);
     return;
   }
   aotc_sgemm_split_(&j);
   aotc_parallel_for(pool, aotc_sgemm_div_up_(j.panels, j.panels_per_task) * j.ntasks_n,
-                    make_a ? aotc_sgemm_made_a_task_ : aotc_sgemm_block_task_, &j);
+                    x.make_a ? aotc_sgemm_made_a_task_ : aotc_sgemm_block_task_, &j);
 }
 
 /* ---- the entry points' bodies (each documented above) ------------------------------ */
@@ -573,8 +567,8 @@ AOTC_ENGINE_FN void aotc_sgemm(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                                float *C, int64_t ldc,
                                const float *bias_m, const float *bias_n,
                                unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, B, ldb, trans_b, NULL, C, ldc,
-                  bias_m, bias_n, NULL, NULL, scratch);
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, B, ldb, trans_b, NULL, C, ldc, bias_m, bias_n,
+                  NULL, NULL, scratch);
 }
 
 AOTC_ENGINE_FN void aotc_sgemm_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
@@ -583,8 +577,8 @@ AOTC_ENGINE_FN void aotc_sgemm_act(aotc_pool *pool, int64_t M, int64_t N, int64_
                                    float *C, int64_t ldc,
                                    const float *bias_m, const float *bias_n,
                                    const aotc_activation *act, unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, B, ldb, trans_b, NULL, C, ldc,
-                  bias_m, bias_n, NULL, act, scratch);
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, B, ldb, trans_b, NULL, C, ldc, bias_m, bias_n,
+                  act, NULL, scratch);
 }
 
 AOTC_ENGINE_FN void aotc_sgemm_packed(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
@@ -592,8 +586,8 @@ AOTC_ENGINE_FN void aotc_sgemm_packed(aotc_pool *pool, int64_t M, int64_t N, int
                                       float *C, int64_t ldc,
                                       const float *bias_m, const float *bias_n,
                                       unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, NULL, 0, 0, packed_b, C, ldc,
-                  bias_m, bias_n, NULL, NULL, scratch);
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, 0, 0, packed_b, C, ldc, bias_m, bias_n,
+                  NULL, NULL, scratch);
 }
 
 AOTC_ENGINE_FN void aotc_sgemm_packed_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
@@ -601,26 +595,8 @@ AOTC_ENGINE_FN void aotc_sgemm_packed_act(aotc_pool *pool, int64_t M, int64_t N,
                                           const float *packed_b, float *C, int64_t ldc,
                                           const float *bias_m, const float *bias_n,
                                           const aotc_activation *act, unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, NULL, NULL, 0, 0, packed_b, C, ldc,
-                  bias_m, bias_n, NULL, act, scratch);
-}
-
-AOTC_ENGINE_FN void aotc_sgemm_packed_a_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                                            const float *packed_a, const float *B, int64_t ldb, int trans_b,
-                                            const float *packed_b, float *C, int64_t ldc,
-                                            const float *bias_m, const float *bias_n,
-                                            const aotc_activation *act, unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, NULL, 0, 0, packed_a, NULL, B, ldb, trans_b, packed_b, C, ldc,
-                  bias_m, bias_n, NULL, act, scratch);
-}
-
-AOTC_ENGINE_FN void aotc_sgemm_made_a_act(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
-                                          const aotc_sgemm_a_maker *make_a, const float *B, int64_t ldb,
-                                          int trans_b, const float *packed_b, float *C, int64_t ldc,
-                                          const float *bias_m, const float *bias_n,
-                                          const aotc_activation *act, unsigned char *scratch) {
-  aotc_sgemm_run_(pool, M, N, K, NULL, 0, 0, NULL, make_a, B, ldb, trans_b, packed_b, C, ldc,
-                  bias_m, bias_n, NULL, act, scratch);
+  aotc_sgemm_run_(pool, M, N, K, A, lda, trans_a, NULL, 0, 0, packed_b, C, ldc, bias_m, bias_n,
+                  act, NULL, scratch);
 }
 
 AOTC_ENGINE_FN void aotc_sgemm_scale_add(int64_t M, int64_t N, float *Y, float alpha, const float *C,
