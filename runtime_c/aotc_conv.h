@@ -1195,6 +1195,7 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
   const int64_t kh = g->kernel[1], kw = g->kernel[2], sh = g->stride[1], sw = g->stride[2];
   const int64_t k = g->cin_g * kh * kw, in_px = g->in[1] * g->in[2], out_px = g->out[1] * g->out[2];
   const int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group;
+  const int is_gemm = aotc_conv_implicit_is_gemm_(g);
   int64_t n, grp, ci, ky, kx, i = 0, plane;
   float *sums;
   int64_t *koff;
@@ -1203,7 +1204,7 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
   plane = a.hq * a.wq;
   sums = (float *)(void *)(scratch + aotc_conv_implicit_bytes_(g->cin_g * a.sy * a.sx * plane + AOTC_SGEMM_NR));
   koff = (int64_t *)(void *)((unsigned char *)sums + aotc_conv_implicit_bytes_(aotc_conv_implicit_sums_(g, &a)));
-  for (ci = 0; ci < g->cin_g && !aotc_conv_implicit_is_gemm_(g); ci++)   /* (a 1x1 kernel's GEMM: none) */
+  for (ci = 0; ci < g->cin_g && !is_gemm; ci++)   /* (a 1x1 kernel's GEMM reads none) */
     for (ky = 0; ky < kh; ky++)
       for (kx = 0; kx < kw; kx++)
         koff[i++] = ((ci * a.sy + ky % sh) * a.sx + kx % sw) * plane + ky / sh * a.wq + kx / sw;
@@ -1230,7 +1231,7 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
       a.j.A = w + grp * g->cout_g * k;
       a.j.bias_m = bias ? bias + grp * g->cout_g : NULL;
       aotc_parallel_for(pool, g->cin_g + 1, aotc_conv_phases_task_, &a);
-      if (aotc_conv_implicit_is_gemm_(g)) {   /* planes hq x wq = out_h x out_w */
+      if (is_gemm) {   /* planes hq x wq = out_h x out_w */
         const aotc_sgemm_extras extras = {NULL, NULL, a.residual};
         unsigned char *gemm_scratch = (unsigned char *)sums;   /* right after the planes */
         aotc_sgemm_run_(pool, g->cout_g, out_px, k, a.j.A, k, 0, a.xp, out_px, 0, NULL, a.y, out_px,
@@ -1251,11 +1252,11 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
  * input is unfolded into the GEMM's packed-A layout (a 1x1 stride-1 unpadded conv reads
  * X itself as A transposed): where the pixels are at least the output channels, the
  * GEMM unfolds each panel (one K-block of its rows) right before the tiles that read
- * it, so it goes to them through L1 and the unfolded matrix is never stored (28x28
- * 3x3 convs of ResNet-50 5-9% faster); with fewer pixels than channels the tasks cut
- * across the channels too and each would unfold its panels again and read the weights
- * once per panel (7x7 convs 3-9% slower), so the whole tile is unfolded into scratch
- * first. The tile's product [tile, Cout_g] lands in scratch
+ * it, so it goes to them through L1 and the unfolded matrix is never stored (ResNet-50's
+ * 28x28 3x3 conv and stride-2 56x56 one 5% and 9% faster); with fewer pixels than
+ * channels the tasks cut across the channels too and each would unfold its panels
+ * again and read the weights once per panel (ResNet-50's 14x14 and 7x7 convs 2-9%
+ * slower), so the whole tile is unfolded into scratch first. The tile's product [tile, Cout_g] lands in scratch
  * with bias and activation applied, and is stored transposed into Y (NCHW), adding the
  * residual first when there is one (then the activation runs at the store, after the
  * add). */

@@ -8,13 +8,15 @@ The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
 - "direct" when every group has one input channel (depthwise);
 - "rows" when the weights outweigh the output pixels (K >= pixels: the deep layers):
   output pixels are the GEMM's rows and W^T, packed here at compile time, its B; each
-  pixel tile is unfolded into scratch (1x1 stride-1 unpadded convs read X itself) and
-  its product stored transposed into the NCHW output;
+  pixel tile is unfolded panel by panel as the GEMM goes (or, with fewer pixels than
+  channels, into scratch first; 1x1 stride-1 unpadded convs read X itself) and its
+  product stored transposed into the NCHW output;
 - otherwise channels are the rows and the weights the GEMM's A (read as they are, or
   packed per run, which is cheap next to the pixels): a plain GEMM per image and group
   for 1x1 stride-1 unpadded convs ("pointwise"); for other undilated 2-D convs, the
   tiles read the unfolded matrix where it lies, in zero-bordered phase planes of X
-  ("implicit"); else (3-D, dilated)
+  ("implicit"; a strided or padded 1x1 conv is a plain GEMM over its one plane per
+  channel); else (3-D, dilated)
   im2col by column blocks of bounded size written straight into the GEMM's packed-B
   layout ("im2col").
 Every path sums over (input channel, kernel taps) in order, then adds the bias, then
@@ -87,12 +89,12 @@ class ConvGeometry:
         of a plane's width and the row offsets."""
         from .matmul import KC, sgemm_scratch_bytes
         (_, kh, kw), (_, sh, sw), (_, oh, ow) = self.kernel, self.strides, self.out_dims
-        if kh == kw == 1:   # then the GEMM's scratch (aotc_conv_implicit_is_gemm_)
-            return _align(4 * (self.cin_g * oh * ow + 32)) + sgemm_scratch_bytes(self.cout_g, oh * ow, self.cin_g)
         hq, wq = oh + (kh - 1) // sh, ow + (kw - 1) // sw
-        planes = self.cin_g * min(sh, kh) * min(sw, kw)
+        planes = _align(4 * (self.cin_g * min(sh, kh) * min(sw, kw) * hq * wq + 32))
+        if kh == kw == 1:   # a plain GEMM over the planes (aotc_conv_implicit_is_gemm_)
+            return planes + sgemm_scratch_bytes(self.cout_g, oh * ow, self.cin_g)
         sums = self.cout_g * oh * wq if self.k > KC else 0
-        return _align(4 * (planes * hq * wq + 32)) + _align(4 * sums) + _align(8 * self.k)
+        return planes + _align(4 * sums) + _align(8 * self.k)
 
     def rows_pay_off(self):
         """Pixels as GEMM rows (weights packed at compile time, the output transposed
@@ -104,16 +106,17 @@ class ConvGeometry:
         return self.k * self.cout_g >= ROWS_WEIGHT_RATIO * self.out_pixels * self.cout_g
 
     @property
-    def unfolds_by_panel(self):
-        """The rows kernel's GEMM unfolds each panel as it goes, storing no unfolded
-        tile (aotc_conv_rows_unfold_panels_)."""
-        return self.out_pixels >= self.cout_g
+    def stores_unfolded_tile(self):
+        """The rows kernel unfolds a whole pixel tile into scratch before its GEMM: not
+        when it reads X itself, nor with at least as many pixels as output channels,
+        where the GEMM unfolds each panel as it goes (aotc_conv_rows_unfold_panels_)."""
+        return not self.reads_x and self.out_pixels < self.cout_g
 
     def row_tile(self):
         """Output pixels per tile of the rows kernel: all when the product tile (and
         the unfolded tile, when it is stored) fit the budget, else equal tiles of whole
         GEMM row blocks."""
-        per_pixel = 4 * (self.cout_g + (0 if self.reads_x or self.unfolds_by_panel else self.k))
+        per_pixel = 4 * (self.cout_g + (self.k if self.stores_unfolded_tile else 0))
         fit = IM2COL_BUDGET_BYTES // per_pixel
         if self.out_pixels <= fit:
             return self.out_pixels
@@ -321,7 +324,7 @@ def _f32_scratch(ctx, g):
         gemm_bytes = gemm(tile, g.cout_g, g.k)
         if not g.reads_x:   # the unfolded tile is the GEMM's packed A: none of its own
             gemm_bytes -= sgemm_packed_scratch_bytes(tile, g.cout_g, g.k)
-        return (_align(4 * tile * g.cout_g) + (0 if g.reads_x or g.unfolds_by_panel else _align(4 * g.k * tile))
+        return (_align(4 * tile * g.cout_g) + (_align(4 * g.k * tile) if g.stores_unfolded_tile else 0)
                 + gemm_bytes)
     if kind == "pointwise":
         return sgemm_scratch_bytes(g.cout_g, g.out_pixels, g.cin_g)
