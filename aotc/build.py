@@ -123,7 +123,7 @@ def engine_object(cache_dir, target, mode, sanitize=False):
         if not os.path.isfile(path):
             with tempfile.TemporaryDirectory(prefix="aotc-engine-", dir=cache_dir) as tmp:
                 with open(os.path.join(tmp, "engine.c"), "w") as f:
-                    f.write("#define AOTC_ENGINE_DEFINE\n" + "".join(f'#include "{h}"\n' for h in ENGINE_HEADERS))
+                    f.write("#define _GNU_SOURCE\n#define AOTC_ENGINE_DEFINE\n" + "".join(f'#include "{h}"\n' for h in ENGINE_HEADERS))
                 _run([compiler(), *flags, "-ffunction-sections", f"-I{runtime}", "-c", "engine.c",
                       "-o", "engine.o"], tmp, "compiling the engine")
                 os.replace(os.path.join(tmp, "engine.o"), path)   # atomic: readers see all or nothing

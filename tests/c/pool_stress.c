@@ -1,6 +1,10 @@
 /* Stress for aotc_threads.h: many dispatches of every small size, the thread count
  * changing between them, and a second caller dispatching on the same pool at once.
  * Every piece must run exactly once per dispatch. Prints "ok" or what went wrong. */
+/* As the generated C: with Linux's affinity calls (a worker leaves the caller's core). */
+#ifndef WITHOUT_GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <stdio.h>
 #include "aotc_threads.h"
 
