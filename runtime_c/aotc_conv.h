@@ -1035,6 +1035,8 @@ typedef struct {
   float *y;                /* first output channel of this image and group */
   const float *residual;   /* NULL, or laid out as y (from this image and group on) */
   const aotc_activation *res_act;   /* with a residual: after it, at the store */
+  aotc_sgemm_epilogue_ in_row_ep;   /* a tile written straight to y: all of the epilogue */
+  const aotc_activation *in_row_after;   /* what that epilogue leaves for after the store */
   int64_t sy, sx, hq, wq;  /* phases per channel down and across; a plane's extent */
 } aotc_conv_implicit_args_;
 
@@ -1044,7 +1046,7 @@ typedef struct {
 AOTC_FN void aotc_conv_implicit_store_(const aotc_conv_implicit_args_ *a, const float *tile,
                                        int64_t rows, int64_t c, int64_t cols, int64_t channel) {
   const int64_t ow_n = a->g->out[2], out_px = a->g->out[1] * ow_n, end = c + cols;
-  int64_t q = c, i, x;
+  int64_t q = c, i;
   while (q < end) {
     int64_t oh = q / a->wq, ow = q % a->wq, run;
     if (ow >= ow_n) {
@@ -1054,7 +1056,7 @@ AOTC_FN void aotc_conv_implicit_store_(const aotc_conv_implicit_args_ *a, const 
     run = AOTC_MIN(ow_n - ow, end - q);
     for (i = 0; i < rows; i++) {
       int64_t at = (channel + i) * out_px + oh * ow_n + ow;
-      for (x = 0; x < run; x++) a->y[at + x] = tile[i * AOTC_SGEMM_NR + q - c + x];
+      memcpy(a->y + at, tile + i * AOTC_SGEMM_NR + q - c, (size_t)run * sizeof(float));
       if (a->residual) aotc_conv_add_residual_(a->y + at, a->residual + at, run, a->res_act);
     }
     q += run;
@@ -1074,6 +1076,11 @@ AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
     int first = pc == 0, last = pc + kc == j->K;
     for (s = s0; s < s1; s++) {
       int64_t c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
+      /* A strip inside one output row is that row's run of y: its tiles sum there,
+       * with all of the epilogue in registers (one out of two to three strips of
+       * 56- to 112-column outputs would cross a row and go through the L1 tile). */
+      const int64_t oh = c / a->wq, ow = c % a->wq, out_px = a->g->out[1] * a->g->out[2];
+      const int in_row = ow + cols <= a->g->out[2];
       for (p = p0; p < p1; p++) {
         int64_t i, rows, r, x;
         aotc_sgemm_epilogue_ ep;
@@ -1081,6 +1088,16 @@ AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
         float *sums;   /* the sums of earlier K-blocks */
         aotc_sgemm_panel_(j->M, p, &i, &rows);
         fn = aotc_sgemm_tile_ind_for_(rows);
+        if (in_row) {
+          const int64_t at = i * out_px + oh * a->g->out[2] + ow;
+          ep = a->in_row_ep;
+          ep.bias_m = j->bias_m ? j->bias_m + i : NULL;
+          ep.residual = a->residual ? a->residual + at : NULL;
+          fn(kc, j->A + i * j->lda + pc, j->lda, a->xp + c, a->koff + pc, a->y + at, out_px, cols, first,
+             last ? &ep : NULL);
+          if (last) aotc_activation_apply_2d(a->in_row_after, a->y + at, out_px, rows, cols);
+          continue;
+        }
         sums = j->C + i * j->ldc + c;
         if (!last) {
           fn(kc, j->A + i * j->lda + pc, j->lda, a->xp + c, a->koff + pc, sums, j->ldc, cols, first, NULL);
@@ -1215,8 +1232,13 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
   a.j.N = (g->out[1] - 1) * a.wq + g->out[2];   /* the last row's dropped columns: not computed */
   a.j.K = k;
   a.j.lda = k;
-  a.j.ldc = g->out[1] * a.wq;
   a.j.C = sums;
+  a.j.act = act;   /* first the epilogue of a tile written straight to y */
+  a.j.ldc = out_px;
+  aotc_sgemm_epilogue_init_(&a.j);
+  a.in_row_ep = a.j.ep;
+  a.in_row_after = a.j.act_after;
+  a.j.ldc = g->out[1] * a.wq;
   a.j.act = residual ? NULL : act;
   a.res_act = act;
   aotc_sgemm_epilogue_init_(&a.j);
