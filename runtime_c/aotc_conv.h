@@ -1021,9 +1021,11 @@ AOTC_ENGINE_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, i
  * the unfolded matrix is 32 contiguous floats per k, which the tiles read straight from
  * the phase planes through the table of row offsets (aotc_sgemm_tile_ind_for_; copying
  * each strip into an L1 buffer first cost the 7x7 stem and 3x3 convs 8-9%), and no
- * unfolded matrix is ever stored. A tile's last K-block lands in
- * an L1 buffer and goes from there to Y, dropping the wq - out_w columns of each row
- * that fall past the output (earlier K-blocks keep their sums in scratch). Sums, bias
+ * unfolded matrix is ever stored. A strip that lies inside one output row is a run of
+ * Y itself, where its tiles sum over the K-blocks with the whole epilogue in registers;
+ * a strip that crosses a row has its last K-block land in an L1 buffer and go from there
+ * to Y, dropping the wq - out_w columns of each row that fall past the output (its
+ * earlier K-blocks keep their sums in scratch). Sums, bias
  * and activation as in the GEMM (k in (ci, ky, kx) order): the bits of aotc_conv_im2col. */
 
 typedef struct {

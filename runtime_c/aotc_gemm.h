@@ -344,7 +344,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_block_tile_(const aotc_sgemm_block_ *blk, int
 /* The residual lines of the block's tile after u, fetched a tile ahead: the tile's own
  * fetch at its start came too late where the residual is out of cache, as in ResNet-50's
  * pointwise convs with their fused Add (short tiles: K = 64 to 128); a 64 -> 256 conv
- * at 56x56 with its residual out of cache took 0.76-0.88x the time. */
+ * at 56x56 with its residual out of cache took 0.74-0.88x the time. */
 AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_next_residual_(const aotc_sgemm_job_ *j,
                                                            const aotc_sgemm_block_ *blk, int64_t u) {
   int64_t p, s, i, rows;
