@@ -50,8 +50,8 @@ AOTC_FN void aotc_parallel_for(aotc_pool *pool, int64_t count, aotc_task_fn fn, 
 /* After a sleep the scheduler often wakes a worker on the core of the caller that woke
  * it (on a VM an idle vCPU can look busy), where it gets no time while the caller
  * computes: on a 2-vCPU VM a 2-thread product ran at 1-thread speed for 10 ms and more
- * after every pause. So a worker that joins a dispatch on the caller's core moves off
- * it, by a CPU-affinity mask without that core, put back at once (the move stays).
+ * after every pause. So a worker that sees a dispatch while on the caller's core moves
+ * off it, by a CPU-affinity mask without that core, put back at once (the move stays).
  * Linux only, with _GNU_SOURCE (the generated C defines it); elsewhere a no-op. */
 #if defined(__linux__) && defined(CPU_SET)
 #define AOTC_POOL_CPU_() sched_getcpu()
@@ -84,7 +84,7 @@ typedef struct aotc_pool {
    * open dispatch of the generation it saw; the caller closes it once it has drained
    * the pieces and waits for the workers that joined, never for one still asleep. */
   int64_t ticket;
-  int caller_cpu;   /* the core of the dispatching thread, -1 if unknown */
+  int64_t caller_cpu;   /* the core of the last dispatching thread, -1 if unknown */
 } aotc_pool;
 
 #define AOTC_POOL_CLOSED_ ((int64_t)1 << 31)
@@ -183,7 +183,7 @@ AOTC_FN void *aotc_pool_worker_(void *self) {
   aotc_pool *p = (aotc_pool *)self;
   int64_t seen = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket));   /* from now on */
   for (;;) {
-    int64_t g;
+    int64_t g, cpu;
     if (!aotc_pool_spin_(p, aotc_pool_dispatched_, seen)) {   /* sleep until a dispatch or stop */
       pthread_mutex_lock(&p->lock);
       p->sleeping++;
@@ -194,9 +194,11 @@ AOTC_FN void *aotc_pool_worker_(void *self) {
     g = AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket));
     if (g == seen) break;   /* stopped */
     seen = g;
+    /* Before the join: on the caller's core this thread mostly runs once the caller
+     * has drained the dispatch alone, and would never move if it joined first. */
+    cpu = AOTC_POOL_LOAD_(p, caller_cpu);
+    if (cpu >= 0 && AOTC_POOL_CPU_() == cpu) aotc_pool_leave_cpu_((int)cpu, p->nworkers + 1);
     if (!aotc_pool_join_(p, g)) continue;   /* the caller finished it alone */
-    if (p->caller_cpu >= 0 && AOTC_POOL_CPU_() == p->caller_cpu)
-      aotc_pool_leave_cpu_(p->caller_cpu, p->nworkers + 1);
     aotc_pool_drain_(p, p->fn, p->arg, p->count);
     AOTC_POOL_ADD_(p, finished, 1);
     pthread_mutex_lock(&p->lock);
@@ -236,6 +238,7 @@ AOTC_FN int aotc_pool_threads(aotc_pool *p) { return p->nworkers + 1; }
 
 AOTC_FN void aotc_parallel_for(aotc_pool *p, int64_t count, aotc_task_fn fn, void *arg) {
   int64_t i, joined;
+  int woke;
   if (count > 1 && p->nworkers > 0) {
     pthread_mutex_lock(&p->lock);
     if (!p->busy) {
@@ -244,12 +247,16 @@ AOTC_FN void aotc_parallel_for(aotc_pool *p, int64_t count, aotc_task_fn fn, voi
       p->fn = fn;
       p->arg = arg;
       p->count = count;
-      p->caller_cpu = AOTC_POOL_CPU_();
+      AOTC_POOL_STORE_(p, caller_cpu, AOTC_POOL_CPU_());
       AOTC_POOL_STORE_(p, next, 0);
       AOTC_POOL_STORE_(p, finished, 0);
       AOTC_POOL_STORE_(p, ticket, generation << 32);   /* publishes the above */
-      if (p->sleeping) pthread_cond_broadcast(&p->wake);
+      woke = p->sleeping > 0;
+      if (woke) pthread_cond_broadcast(&p->wake);
       pthread_mutex_unlock(&p->lock);
+      /* A worker just woken may have been put on this core: let it run now, see the
+       * dispatch and move off (else it waits for this thread's time slice to end). */
+      if (woke) sched_yield();
       aotc_pool_drain_(p, fn, arg, count);
       joined = AOTC_POOL_OR_(p, ticket, AOTC_POOL_CLOSED_) & (AOTC_POOL_CLOSED_ - 1);
       aotc_pool_spin_(p, aotc_pool_finished_, joined);
