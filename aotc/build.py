@@ -123,6 +123,7 @@ def engine_object(cache_dir, target, mode, sanitize=False):
         if not os.path.isfile(path):
             with tempfile.TemporaryDirectory(prefix="aotc-engine-", dir=cache_dir) as tmp:
                 with open(os.path.join(tmp, "engine.c"), "w") as f:
+                    # _GNU_SOURCE as in the generated C: the pool's Linux calls (aotc_threads.h)
                     f.write("#define _GNU_SOURCE\n#define AOTC_ENGINE_DEFINE\n" + "".join(f'#include "{h}"\n' for h in ENGINE_HEADERS))
                 _run([compiler(), *flags, "-ffunction-sections", f"-I{runtime}", "-c", "engine.c",
                       "-o", "engine.o"], tmp, "compiling the engine")
