@@ -18,7 +18,10 @@
  * Every output is a sum over (input channel, kz, ky, kx) in that order, plus the bias,
  * plus the residual (a tensor shaped as y, or NULL: a fused Add), then the activation
  * `act` (NULL: none; aotc_gemm.h), applied by the thread that computed the value, right
- * after it; no work split depends on the thread count. The residual may not overlap y.
+ * after it; no work split depends on the thread count. The residual may be y itself
+ * (not otherwise overlap it) for every kernel but the direct one, which adds it after
+ * its sums, where K = Cin_g * kernel volume is one GEMM K-block (AOTC_SGEMM_KC) or the
+ * kernel is aotc_conv_rows: each residual element is then read before y's is written.
  *
  * Exact mode (AOTC_EXACT, built with -ffp-contract=off): each output is one float
  * accumulator starting at +0, plus each product w * x (rounded, then added) over the
@@ -89,11 +92,12 @@ AOTC_FN void aotc_conv_canon_(float *y, int64_t n) {
 #endif
 }
 
-/* y[i] = act(y[i] + r[i]) for i < n: a residual added after the sum and bias. */
-AOTC_FN void aotc_conv_add_residual_(float *AOTC_RESTRICT y, const float *AOTC_RESTRICT r, int64_t n,
+/* y[i] = act(s[i] + r[i]) for i < n: a residual added after the sum and bias s. y may
+ * be s or r (each element is read before it is written). */
+AOTC_FN void aotc_conv_add_residual_(float *y, const float *s, const float *r, int64_t n,
                                      const aotc_activation *act) {
   int64_t i;
-  for (i = 0; i < n; i++) y[i] = AOTC_CANON_F32(y[i] + r[i]);
+  for (i = 0; i < n; i++) y[i] = AOTC_CANON_F32(s[i] + r[i]);
   aotc_activation_apply(act, y, n);
 }
 
@@ -827,8 +831,8 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
 #if defined(AOTC_SGEMM_PATH_AVX2)
     if (a->lanes && channel + 8 <= c1 && aotc_conv_lanes_planes_(a, channel)) {
       if (a->residual)
-        aotc_conv_add_residual_(a->y + channel * rows * ow_n, a->residual + channel * rows * ow_n,
-                                8 * rows * ow_n, a->res_act);
+        aotc_conv_add_residual_(a->y + channel * rows * ow_n, a->y + channel * rows * ow_n,
+                                a->residual + channel * rows * ow_n, 8 * rows * ow_n, a->res_act);
       channel += 7;
       continue;
     }
@@ -852,7 +856,7 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
 #endif
       aotc_conv_direct_rows_(a, plane, wk, bias, yrow, r0, r1);
     if (a->residual)   /* the rows just made, still in cache */
-      aotc_conv_add_residual_(a->y + first, a->residual + first, (r1 - r0) * ow_n, a->res_act);
+      aotc_conv_add_residual_(a->y + first, a->y + first, a->residual + first, (r1 - r0) * ow_n, a->res_act);
   }
 }
 
@@ -1058,8 +1062,9 @@ AOTC_FN void aotc_conv_implicit_store_(const aotc_conv_implicit_args_ *a, const 
     run = AOTC_MIN(ow_n - ow, end - q);
     for (i = 0; i < rows; i++) {
       int64_t at = (channel + i) * out_px + oh * ow_n + ow;
-      memcpy(a->y + at, tile + i * AOTC_SGEMM_NR + q - c, (size_t)run * sizeof(float));
-      if (a->residual) aotc_conv_add_residual_(a->y + at, a->residual + at, run, a->res_act);
+      const float *sums = tile + i * AOTC_SGEMM_NR + q - c;
+      if (a->residual) aotc_conv_add_residual_(a->y + at, sums, a->residual + at, run, a->res_act);
+      else memcpy(a->y + at, sums, (size_t)run * sizeof(float));
     }
     q += run;
   }
@@ -1406,12 +1411,13 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
       r[i] = i0 + i < i1 ? _mm512_maskz_loadu_ps(aotc_v_mask_(c1 - c0), a->c + (i0 + i) * a->channels + c0)
                          : _mm512_setzero_ps();
     aotc_v_transpose16_(r);
-    if (a->residual && fused) {   /* the add and the activation in registers too */
+    if (a->residual) {   /* the add in registers, and the activation too where it can */
       const __mmask16 m = aotc_v_mask_(i1 - i0);
       for (c = c0; c < c1; c++) {
         const int64_t at = c * a->pixels + i0;
-        const __m512 sum = _mm512_add_ps(r[c - c0], _mm512_maskz_loadu_ps(m, a->residual + at));
-        _mm512_mask_storeu_ps(a->y + at, m, aotc_sgemm_act_v_(AOTC_V_FINISH(sum), act_v, lo, hi));
+        const __m512 sum = AOTC_V_FINISH(_mm512_add_ps(r[c - c0], _mm512_maskz_loadu_ps(m, a->residual + at)));
+        _mm512_mask_storeu_ps(a->y + at, m, fused ? aotc_sgemm_act_v_(sum, act_v, lo, hi) : sum);
+        if (!fused) aotc_activation_apply(a->act, a->y + at, i1 - i0);
       }
       continue;
     }
@@ -1419,14 +1425,12 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
       _mm512_mask_storeu_ps(a->y + c * a->pixels + i0, aotc_v_mask_(i1 - i0), r[c - c0]);
 #else
     for (c = c0; c < c1; c++) {
-      const float *src = a->c + c;
+      const float *src = a->c + c, *res = a->residual ? a->residual + c * a->pixels : NULL;
       float *dst = a->y + c * a->pixels;
-      for (i = i0; i < i1; i++) dst[i] = src[i * a->channels];
+      for (i = i0; i < i1; i++) dst[i] = res ? AOTC_CANON_F32(src[i * a->channels] + res[i]) : src[i * a->channels];
+      if (res) aotc_activation_apply(a->act, dst + i0, i1 - i0);
     }
 #endif
-    for (c = c0; a->residual && c < c1; c++)
-      aotc_conv_add_residual_(a->y + c * a->pixels + i0, a->residual + c * a->pixels + i0, i1 - i0,
-                              a->act);
   }
 }
 

@@ -78,8 +78,9 @@ typedef struct {
  * writes it there directly; scratch then needs no room for packing A) or made panel by
  * panel right before the tiles that read it (each task makes its panels, so a product
  * cut across its columns makes them more than once); a residual laid out as C (row
- * stride ldc, not overlapping C) added after the bias, before the activation (a fused
- * Add). */
+ * stride ldc) added after the bias, before the activation (a fused Add): it may be C
+ * itself when K <= AOTC_SGEMM_KC (otherwise C holds partial sums between K-blocks),
+ * and must not otherwise overlap C. */
 typedef struct {
   const float *packed_a;
   const aotc_sgemm_a_maker *make_a;

@@ -253,14 +253,15 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_tile_(const float *p, int64_t ld, co
  * (a packed or transposed A has ars = 1, a row-major A has aks = 1), B the kc x 32 strip
  * b with row k at b + k * bks (bks = 32 packed; a row-major B's row stride when read in
  * place; with `boff`, row k at b + boff[k] instead). Starts from 0 (first) or from C;
- * `ep` on the last block, else NULL; `pf` NULL or as it says (always NULL with `boff`:
- * its rows step by bks). (Both by pointer: a struct passed by value is copied through
+ * `ep` on the last block, else NULL (its residual may be c itself: each element is
+ * read before it is written, so c is not restrict); `pf` NULL or as it says (always
+ * NULL with `boff`: its rows step by bks). (Both by pointer: a struct passed by value is copied through
  * the stack with a wide load that waits for the last tile's stores to drain, which cost
  * short tiles 10%.) */
 AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
                                              const float *AOTC_RESTRICT a, int64_t ars,
                                              int64_t aks, const float *AOTC_RESTRICT b, int64_t bks,
-                                             float *AOTC_RESTRICT c, int64_t ldc, int64_t cols,
+                                             float *c, int64_t ldc, int64_t cols,
                                              int first, const aotc_sgemm_epilogue_ *ep,
                                              const aotc_sgemm_prefetch_ *pf, const int64_t *boff) {
   const float *b0 = b;

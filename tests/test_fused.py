@@ -8,6 +8,8 @@ and both must match onnxruntime. Ragged sizes, the single row
 path, K past one 256-row block and every conv kernel (1x1 GEMM, depthwise direct,
 im2col) are exercised; two threads must give the bits of one.
 """
+import re
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -299,7 +301,8 @@ RESIDUAL_ORT_TOL = dict(rtol=1e-4, atol=1e-4)   # sums of up to 360 products of 
 RESIDUAL_CONVS = {   # X shape, W shape, attributes: every kernel the shape selects
     "pointwise": ((2, 16, 9, 11), (24, 16, 1, 1), {}),
     "implicit": ((2, 6, 13, 10), (10, 6, 3, 3), {"pads": [1, 1, 1, 1]}),
-    "implicit-k-past-a-block": ((1, 40, 9, 8), (12, 40, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "implicit-k-past-a-block": ((1, 40, 20, 21), (12, 40, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "implicit-in-row": ((1, 8, 6, 70), (16, 8, 3, 3), {"pads": [1, 1, 1, 1]}),   # strips in a row
     "implicit-1x1-strided": ((2, 16, 9, 11), (24, 16, 1, 1), {"strides": [2, 2], "pads": [0, 1, 1, 0]}),
     "im2col": ((1, 5, 14, 12), (7, 5, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
     "rows": ((1, 64, 5, 6), (40, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
@@ -344,6 +347,58 @@ def test_residual_add_goes_into_every_conv_kernel(kind):
             got = fused.run(feeds)["y"]
             np.testing.assert_allclose(got, want, **RESIDUAL_ORT_TOL)
             np.testing.assert_array_equal(got.view(np.uint32), plain.view(np.uint32))
+
+
+# the kernels that read each residual element before writing Y's (aotc_conv.h)
+RESIDUAL_IN_PLACE = set(RESIDUAL_CONVS) - {"depthwise", "implicit-k-past-a-block"}
+
+
+@pytest.mark.parametrize("kind", list(RESIDUAL_CONVS))
+def test_a_residual_dying_at_the_conv_gives_y_its_storage(kind, tmp_path):
+    """A residual made in the workspace and read last by the fused conv becomes its
+    output's storage on the kernels that allow it (and only there), with onnxruntime's
+    values and the unfused graph's bits in fast and exact mode on 1 and 2 threads."""
+    x_shape, w_shape, attrs = RESIDUAL_CONVS[kind]
+    model, feeds = _residual_model(kind)
+    c_shape = list(run_ort(model, feeds)["y"].shape)
+    inits = {"W": random(w_shape, seed=1), "Bc": random((w_shape[0],), seed=2)}
+    nodes = [helper.make_node("Sigmoid", ["r_in"], ["r"]),
+             helper.make_node("Conv", ["x", "W", "Bc"], ["c"], **attrs),
+             helper.make_node("Add", ["c", "r"], ["s"]), helper.make_node("Relu", ["s"], ["t"]),
+             helper.make_node("Neg", ["t"], ["y"])]
+    model = make_model(nodes, [("x", np.float32, list(x_shape)), ("r_in", np.float32, c_shape)],
+                       [("y", np.float32, None)], inits)
+    feeds = {"x": random(x_shape, seed=3), "r_in": random(c_shape, seed=4)}
+    want = run_ort(model, feeds)["y"]
+    for mode in ("fast", "exact"):
+        plain = aotc.compile(model, opt_level="basic", mode=mode).run(feeds)["y"]
+        for threads in (1, 2):
+            out = tmp_path / f"{mode}{threads}"
+            fused = aotc.compile(model, mode=mode, threads=threads, out_dir=out, name="m")
+            assert fused.report["passes"]["conv-residual"] == 1
+            call = re.search(r"aotc_conv_\w+\(.*\(\(const float \*\)\(ws \+ (\d+)\)\), "
+                             r"\(\(float \*\)\(ws \+ (\d+)\)\)", (out / "m.c").read_text())
+            residual_at, y_at = call.groups()
+            assert (residual_at == y_at) == (kind in RESIDUAL_IN_PLACE), (residual_at, y_at)
+            got = fused.run(feeds)["y"]
+            np.testing.assert_allclose(got, want, **RESIDUAL_ORT_TOL)
+            np.testing.assert_array_equal(got.view(np.uint32), plain.view(np.uint32))
+
+
+def test_a_residual_that_is_also_the_conv_input_keeps_its_storage(tmp_path):
+    """Conv(x) + x with x dying there: x is still read by the product, so Y gets storage
+    of its own."""
+    nodes = [helper.make_node("Sigmoid", ["x_in"], ["x"]), helper.make_node("Conv", ["x", "W"], ["c"]),
+             helper.make_node("Add", ["c", "x"], ["s"]), helper.make_node("Neg", ["s"], ["y"])]
+    model = make_model(nodes, [("x_in", np.float32, [1, 16, 9, 11])], [("y", np.float32, None)],
+                       {"W": random((16, 16, 1, 1), seed=1)})
+    feeds = {"x_in": random((1, 16, 9, 11), seed=3)}
+    sess = aotc.compile(model, out_dir=tmp_path / "m", name="m")
+    assert sess.report["passes"]["conv-residual"] == 1
+    call = re.search(r"aotc_conv_pointwise\(.*\(\(const float \*\)\(ws \+ (\d+)\)\), "
+                     r"\(\(float \*\)\(ws \+ (\d+)\)\)", (tmp_path / "m" / "m.c").read_text())
+    assert call.group(1) != call.group(2)
+    np.testing.assert_allclose(sess.run(feeds)["y"], run_ort(model, feeds)["y"], **ORT_TOL)
 
 
 @pytest.mark.parametrize("kind", ["pointwise", "rows"])

@@ -61,12 +61,18 @@ class OpDef:
     since: int = 1                       # lowest opset version implemented
     checked_through: int = 22            # newest opset whose definition this follows
     supports_exact: object = False       # bool, or a function of the OpContext
-    in_place_inputs: tuple = ()          # inputs whose storage output 0 may take over
+    in_place_inputs: object = ()         # inputs whose storage output 0 may take over: a
+                                         # tuple, or a function of the OpContext giving one
     view_of_input: bool = False          # output 0 is input 0 reinterpreted; never emitted
     # outputs whose shape depends on the data (NonZero, Unique ...): True (all), False, or
     # a function of the OpContext giving a bool or the list of such output indices. They
     # are planned at an upper bound; the kernel stores the actual shape through ctx.dims(k).
     outputs_data_dependent: object = False
+
+
+def in_place_inputs(op, ctx):
+    """The inputs whose storage output 0 may take over for this node."""
+    return op.in_place_inputs(ctx) if callable(op.in_place_inputs) else op.in_place_inputs
 
 
 def exact_available(op, ctx):

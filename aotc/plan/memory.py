@@ -6,6 +6,8 @@ view keeps its source alive as long as itself). Outputs of a step are placed bef
 its dying inputs are freed, so a kernel never writes over what it still reads, except
 through an in-place alias the operator allows.
 """
+from ..ops.base import in_place_inputs
+
 ALIGN = 64
 MAX_WORKSPACE = 2 << 30
 
@@ -98,12 +100,15 @@ def assign(steps, values, keep_alive):
 
 
 def _in_place_donor(step, k, out, dying, blocks):
-    for i in step.op.in_place_inputs:
+    for i in in_place_inputs(step.op, step.ctx):
         v = step.inputs[i] if i < len(step.inputs) else None
         if v is None:
             continue
         root = v.root
-        if (root.name in dying and root.name in blocks and v.type.dtype == out.type.dtype
+        # a value that is also another input (a conv of X plus X) is still read elsewhere
+        others = {u.root.name for j, u in enumerate(step.inputs) if u is not None and j != i}
+        if (root.name in dying and root.name in blocks and root.name not in others
+                and v.type.dtype == out.type.dtype
                 and tuple(v.type.shape) == tuple(out.type.shape)
                 and blocks[root.name][1] >= out.type.nbytes):
             return root.name
