@@ -1,8 +1,8 @@
 /* aotc runtime: the register tiles of the matrix product (included by aotc_gemm.h).
  *
- * One tile is `rows` (<= AOTC_SGEMM_MR) x 32 columns of C over one K-block: every path
- * reads the same packed B strips (AOTC_SGEMM_NR = 32 columns, +0 padded), so packing
- * never depends on the path. Paths, chosen by the target macro and what the compiler
+ * One tile is `rows` (<= AOTC_SGEMM_MR) x 32 columns of C over one K-block (16 for a
+ * ragged last strip that narrow): every path reads the same packed B strips
+ * (AOTC_SGEMM_NR = 32 columns, +0 padded), so packing never depends on the path. Paths, chosen by the target macro and what the compiler
  * was told the machine has (a build without -mavx512f falls back, never fails):
  *   AVX-512  14 x 32: 28 zmm accumulators, 2 for B, A broadcast from memory;
  *   AVX2      3 x 32: 12 ymm accumulators, 4 for B;
@@ -238,12 +238,12 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_tile_(const float *p, int64_t ld, co
   do {                                                                                     \
     aotc_v_ bv[AOTC_NV];                                                                   \
     AOTC_UNROLL(32)                                                                        \
-    for (v = 0; v < AOTC_NV; v++) bv[v] = AOTC_V_LOAD(b + v * AOTC_VW);                    \
+    for (v = 0; v < nv; v++) bv[v] = AOTC_V_LOAD(b + v * AOTC_VW);                         \
     AOTC_UNROLL(16)                                                                        \
     for (i = 0; i < rows; i++) {                                                           \
       aotc_v_ av = AOTC_V_SET1(a[i * ars]);                                                \
       AOTC_UNROLL(32)                                                                      \
-      for (v = 0; v < AOTC_NV; v++) acc[i][v] = AOTC_V_MADD(av, bv[v], acc[i][v]);        \
+      for (v = 0; v < nv; v++) acc[i][v] = AOTC_V_MADD(av, bv[v], acc[i][v]);             \
     }                                                                                      \
     a += aks;                                                                              \
     b += bks;                                                                              \
@@ -252,13 +252,14 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_tile_(const float *p, int64_t ld, co
 /* C[i, 0:cols] for i < rows over one K-block of kc: A element (i, k) at a[i * ars + k * aks]
  * (a packed or transposed A has ars = 1, a row-major A has aks = 1), B the kc x 32 strip
  * b with row k at b + k * bks (bks = 32 packed; a row-major B's row stride when read in
- * place; with `boff`, row k at b + boff[k] instead). Starts from 0 (first) or from C;
- * `ep` on the last block, else NULL (its residual may be c itself: each element is
- * read before it is written, so c is not restrict); `pf` NULL or as it says (always
- * NULL with `boff`: its rows step by bks). (Both by pointer: a struct passed by value is copied through
- * the stack with a wide load that waits for the last tile's stores to drain, which cost
- * short tiles 10%.) */
-AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
+ * place; with `boff`, row k at b + boff[k] instead), of which the first nv vectors
+ * (cols <= nv * AOTC_VW). Starts from 0 (first) or from C; `ep` on the last block, else
+ * NULL (its residual may be c itself: each element is read before it is written, so c
+ * is not restrict); `pf` NULL or as it says (always NULL with `boff`: its rows step by
+ * bks). (Both by pointer: a struct passed by value is copied through the stack with a
+ * wide load that waits for the last tile's stores to drain, which cost short tiles
+ * 10%.) */
+AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int64_t kc,
                                              const float *AOTC_RESTRICT a, int64_t ars,
                                              int64_t aks, const float *AOTC_RESTRICT b, int64_t bks,
                                              float *c, int64_t ldc, int64_t cols,
@@ -271,7 +272,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
   AOTC_UNROLL(16)
   for (i = 0; i < rows; i++) {
     AOTC_UNROLL(32)
-    for (v = 0; v < AOTC_NV; v++)
+    for (v = 0; v < nv; v++)
       acc[i][v] = first ? AOTC_V_ZERO() : AOTC_V_LOADN(c + i * ldc + v * AOTC_VW, cols - v * AOTC_VW);
   }
   /* The lines this tile ends on, fetched while it computes: the residual where one is
@@ -294,7 +295,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
     AOTC_UNROLL(16)
     for (i = 0; i < rows; i++) {
       AOTC_UNROLL(32)
-      for (v = 0; v < AOTC_NV; v++) {
+      for (v = 0; v < nv; v++) {
         aotc_v_ x = acc[i][v];
         if (ep->bias_m) x = AOTC_V_ADD(x, AOTC_V_SET1(ep->bias_m[i]));
         if (ep->bias_n) x = AOTC_V_ADD(x, AOTC_V_LOADN(ep->bias_n + v * AOTC_VW, cols - v * AOTC_VW));
@@ -307,7 +308,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, int64_t kc,
   AOTC_UNROLL(16)
   for (i = 0; i < rows; i++) {
     AOTC_UNROLL(32)
-    for (v = 0; v < AOTC_NV; v++)
+    for (v = 0; v < nv; v++)
       AOTC_V_STOREN(c + i * ldc + v * AOTC_VW, acc[i][v], cols - v * AOTC_VW);
   }
 }
@@ -322,15 +323,19 @@ typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int
       float *c, int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep,        \
       const aotc_sgemm_prefetch_ *pf)
 
-/* One compiled tile per row count, each with its loops fully unrolled; A is k-major
- * (ars = 1) or row-major (aks = 1). */
-#define AOTC_SGEMM_TILE_ROWS_(R)                                                           \
-  AOTC_SGEMM_TILE_HEAD_(R) {                                                               \
+/* One compiled tile per row count and width (the whole strip, or its first half for a
+ * ragged last strip of at most 16 columns: a 14 x 196 output's seventh strip computed
+ * 32 columns for 4, and the product took as long as a 14 x 224 one), each with its
+ * loops fully unrolled; A is k-major (ars = 1) or row-major (aks = 1). */
+#define AOTC_SGEMM_TILE_OF_WIDTH_(NAME, R, NV)                                             \
+  AOTC_SGEMM_TILE_HEAD_(NAME) {                                                            \
     if (ars == 1) /* k-major A: rows at fixed offsets */                                  \
-      aotc_sgemm_tile_body_(R, kc, a, 1, aks, b, bks, c, ldc, cols, first, ep, pf, NULL);    \
+      aotc_sgemm_tile_body_(R, NV, kc, a, 1, aks, b, bks, c, ldc, cols, first, ep, pf, NULL); \
     else                                                                                   \
-      aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, bks, c, ldc, cols, first, ep, pf, NULL);    \
+      aotc_sgemm_tile_body_(R, NV, kc, a, ars, 1, b, bks, c, ldc, cols, first, ep, pf, NULL); \
   }
+#define AOTC_SGEMM_TILE_ROWS_(R) AOTC_SGEMM_TILE_OF_WIDTH_(R, R, AOTC_NV)
+#define AOTC_SGEMM_TILE_HALF_ROWS_(R) AOTC_SGEMM_TILE_OF_WIDTH_(half_##R, R, AOTC_NV / 2)
 
 /* X(R) for every tile height R of this path. */
 #if AOTC_SGEMM_MR >= 14
@@ -341,6 +346,7 @@ typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int
 #define AOTC_SGEMM_EACH_ROWS_(X) X(1) X(2) X(3)
 #endif
 AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_ROWS_)
+AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_HALF_ROWS_)
 
 /* The same tiles with a row-major A and B's row k at b + boff[k]: the rows of an
  * unfolded matrix read where they lie (the implicit conv kernel). */
@@ -351,16 +357,18 @@ typedef void (*aotc_sgemm_tile_ind_fn_)(int64_t kc, const float *a, int64_t ars,
   AOTC_NOINLINE void aotc_sgemm_tile_ind_##R##_(                                              \
       int64_t kc, const float *a, int64_t ars, const float *b, const int64_t *boff, float *c, \
       int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep) {                  \
-    aotc_sgemm_tile_body_(R, kc, a, ars, 1, b, 0, c, ldc, cols, first, ep, NULL, boff);        \
+    aotc_sgemm_tile_body_(R, AOTC_NV, kc, a, ars, 1, b, 0, c, ldc, cols, first, ep, NULL, boff); \
   }
 AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_IND_)
 
-/* The tile for `rows` (1..AOTC_SGEMM_MR) rows, of each kind. */
+/* The tile for `rows` (1..AOTC_SGEMM_MR) rows and `cols` columns, of each kind. */
 #define AOTC_SGEMM_TILE_NAME_(R) aotc_sgemm_tile_##R##_,
+#define AOTC_SGEMM_TILE_HALF_NAME_(R) aotc_sgemm_tile_half_##R##_,
 #define AOTC_SGEMM_TILE_IND_NAME_(R) aotc_sgemm_tile_ind_##R##_,
-AOTC_FN aotc_sgemm_tile_fn_ aotc_sgemm_tile_for_(int64_t rows) {
+AOTC_FN aotc_sgemm_tile_fn_ aotc_sgemm_tile_for_(int64_t rows, int64_t cols) {
   static const aotc_sgemm_tile_fn_ tiles[] = {AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_NAME_)};
-  return tiles[rows - 1];
+  static const aotc_sgemm_tile_fn_ halves[] = {AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_HALF_NAME_)};
+  return cols <= AOTC_SGEMM_NR / 2 ? halves[rows - 1] : tiles[rows - 1];
 }
 
 AOTC_FN aotc_sgemm_tile_ind_fn_ aotc_sgemm_tile_ind_for_(int64_t rows) {

@@ -35,6 +35,8 @@ PRODUCTS = [
     (37, 45, 300, "const"),
     (1, 200, 300, "const"),  # M = 1 over packed B (the GEMV strips)
     (33, 150, 260, "const"),
+    (23, 48, 70, "b"),       # a last strip of 16 columns: the half-width tiles' widest
+    (19, 81, 300, "const"),  # ... and of 17: the whole strip's tiles
     (19, 150, 300, "gemm_tt"),   # transposed A, packed per call
     (1, 40, 33, "gemm_tt"),
 ]
