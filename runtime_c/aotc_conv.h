@@ -18,10 +18,11 @@
  * Every output is a sum over (input channel, kz, ky, kx) in that order, plus the bias,
  * plus the residual (a tensor shaped as y, or NULL: a fused Add), then the activation
  * `act` (NULL: none; aotc_gemm.h), applied by the thread that computed the value, right
- * after it; no work split depends on the thread count. The residual may be y itself
- * (not otherwise overlap it) for every kernel but the direct one, which adds it after
- * its sums, where K = Cin_g * kernel volume is one GEMM K-block (AOTC_SGEMM_KC) or the
- * kernel is aotc_conv_rows: each residual element is then read before y's is written.
+ * after it; no work split depends on the thread count. The residual must not overlap
+ * y, except that it may be y itself for aotc_conv_rows, and for the other GEMM kernels
+ * when K = Cin_g * kernel volume is one K-block (AOTC_SGEMM_KC): those read each
+ * residual element before writing y's. Never for aotc_conv_direct (it adds the residual
+ * to the sums already in y).
  *
  * Exact mode (AOTC_EXACT, built with -ffp-contract=off): each output is one float
  * accumulator starting at +0, plus each product w * x (rounded, then added) over the
@@ -856,7 +857,8 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
 #endif
       aotc_conv_direct_rows_(a, plane, wk, bias, yrow, r0, r1);
     if (a->residual)   /* the rows just made, still in cache */
-      aotc_conv_add_residual_(a->y + first, a->y + first, a->residual + first, (r1 - r0) * ow_n, a->res_act);
+      aotc_conv_add_residual_(a->y + first, a->y + first, a->residual + first, (r1 - r0) * ow_n,
+                              a->res_act);
   }
 }
 
@@ -1415,7 +1417,8 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
       const __mmask16 m = aotc_v_mask_(i1 - i0);
       for (c = c0; c < c1; c++) {
         const int64_t at = c * a->pixels + i0;
-        const __m512 sum = AOTC_V_FINISH(_mm512_add_ps(r[c - c0], _mm512_maskz_loadu_ps(m, a->residual + at)));
+        const __m512 res = _mm512_maskz_loadu_ps(m, a->residual + at);
+        const __m512 sum = AOTC_V_FINISH(_mm512_add_ps(r[c - c0], res));
         _mm512_mask_storeu_ps(a->y + at, m, fused ? aotc_sgemm_act_v_(sum, act_v, lo, hi) : sum);
         if (!fused) aotc_activation_apply(a->act, a->y + at, i1 - i0);
       }
@@ -1427,7 +1430,8 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
     for (c = c0; c < c1; c++) {
       const float *src = a->c + c, *res = a->residual ? a->residual + c * a->pixels : NULL;
       float *dst = a->y + c * a->pixels;
-      for (i = i0; i < i1; i++) dst[i] = res ? AOTC_CANON_F32(src[i * a->channels] + res[i]) : src[i * a->channels];
+      for (i = i0; i < i1; i++)
+        dst[i] = res ? AOTC_CANON_F32(src[i * a->channels] + res[i]) : src[i * a->channels];
       if (res) aotc_activation_apply(a->act, dst + i0, i1 - i0);
     }
 #endif

@@ -412,8 +412,8 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       cp = j->C + i * j->ldc + c;
       ep = aotc_sgemm_epilogue_at_(j, i, c);
       if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u);
-      aotc_sgemm_tile_for_(rows, cols)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first, last ? &ep : NULL,
-                                 pf.count > 0 ? &pf : NULL);
+      aotc_sgemm_tile_for_(rows, cols)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first,
+                                       last ? &ep : NULL, pf.count > 0 ? &pf : NULL);
       if (last) aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
     }
   }

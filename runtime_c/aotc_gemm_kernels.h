@@ -2,8 +2,9 @@
  *
  * One tile is `rows` (<= AOTC_SGEMM_MR) x 32 columns of C over one K-block (16 for a
  * ragged last strip that narrow): every path reads the same packed B strips
- * (AOTC_SGEMM_NR = 32 columns, +0 padded), so packing never depends on the path. Paths, chosen by the target macro and what the compiler
- * was told the machine has (a build without -mavx512f falls back, never fails):
+ * (AOTC_SGEMM_NR = 32 columns, +0 padded), so packing never depends on the path.
+ * Paths, chosen by the target macro and what the compiler was told the machine has (a
+ * build without -mavx512f falls back, never fails):
  *   AVX-512  14 x 32: 28 zmm accumulators, 2 for B, A broadcast from memory;
  *   AVX2      3 x 32: 12 ymm accumulators, 4 for B;
  *   generic   4 x 32 in plain C (the compiler vectorizes the 32 columns as it can).

@@ -353,6 +353,14 @@ def test_residual_add_goes_into_every_conv_kernel(kind):
 RESIDUAL_IN_PLACE = set(RESIDUAL_CONVS) - {"depthwise", "implicit-k-past-a-block"}
 
 
+def _residual_and_y_offsets(c_file):
+    """Workspace offsets of the residual and of Y in the generated conv call (every conv
+    kernel takes them as its last two tensors, the residual first)."""
+    call = re.search(r"aotc_conv_\w+\(.*\(\(const float \*\)\(ws \+ (\d+)\)\), "
+                     r"\(\(float \*\)\(ws \+ (\d+)\)\)", c_file.read_text())
+    return call.groups()
+
+
 @pytest.mark.parametrize("kind", list(RESIDUAL_CONVS))
 def test_a_residual_dying_at_the_conv_gives_y_its_storage(kind, tmp_path):
     """A residual made in the workspace and read last by the fused conv becomes its
@@ -376,9 +384,7 @@ def test_a_residual_dying_at_the_conv_gives_y_its_storage(kind, tmp_path):
             out = tmp_path / f"{mode}{threads}"
             fused = aotc.compile(model, mode=mode, threads=threads, out_dir=out, name="m")
             assert fused.report["passes"]["conv-residual"] == 1
-            call = re.search(r"aotc_conv_\w+\(.*\(\(const float \*\)\(ws \+ (\d+)\)\), "
-                             r"\(\(float \*\)\(ws \+ (\d+)\)\)", (out / "m.c").read_text())
-            residual_at, y_at = call.groups()
+            residual_at, y_at = _residual_and_y_offsets(out / "m.c")
             assert (residual_at == y_at) == (kind in RESIDUAL_IN_PLACE), (residual_at, y_at)
             got = fused.run(feeds)["y"]
             np.testing.assert_allclose(got, want, **RESIDUAL_ORT_TOL)
@@ -395,9 +401,8 @@ def test_a_residual_that_is_also_the_conv_input_keeps_its_storage(tmp_path):
     feeds = {"x_in": random((1, 16, 9, 11), seed=3)}
     sess = aotc.compile(model, out_dir=tmp_path / "m", name="m")
     assert sess.report["passes"]["conv-residual"] == 1
-    call = re.search(r"aotc_conv_pointwise\(.*\(\(const float \*\)\(ws \+ (\d+)\)\), "
-                     r"\(\(float \*\)\(ws \+ (\d+)\)\)", (tmp_path / "m" / "m.c").read_text())
-    assert call.group(1) != call.group(2)
+    residual_at, y_at = _residual_and_y_offsets(tmp_path / "m" / "m.c")
+    assert residual_at != y_at
     np.testing.assert_allclose(sess.run(feeds)["y"], run_ort(model, feeds)["y"], **ORT_TOL)
 
 
