@@ -336,7 +336,13 @@ typedef struct aotc_conv_flat_ {
   int64_t offset[9];   /* of tap t's input from the output pixel, in its plane */
   int phase[9];        /* tap t's phase plane at stride 2: row parity * 2 + column parity */
   __mmask16 mask[9][AOTC_CONV_FLAT_PIXELS / 16];   /* [tap][chunk]: lanes whose tap is inside */
+  unsigned char inside[AOTC_CONV_FLAT_PIXELS / 16];   /* [chunk]: no lane of a tap outside */
+  int any_inside;
 } aotc_conv_flat_;
+
+/* Rows at least this wide have runs of chunks inside (narrower planes ran 3-16% slower
+ * when their few inner chunks went apart from the others). */
+#define AOTC_CONV_FLAT_INNER_WIDTH 56
 
 /* Lanes [lo, hi) of 16, clipped. */
 AOTC_INLINE_ALWAYS __mmask16 aotc_conv_lanes_(int64_t lo, int64_t hi) {
@@ -345,20 +351,26 @@ AOTC_INLINE_ALWAYS __mmask16 aotc_conv_lanes_(int64_t lo, int64_t hi) {
   return hi <= lo ? (__mmask16)0 : (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
 
-/* Sets bits [lo, hi) of a bitmap of 16-bit words. */
+/* Sets bits [lo, hi) of a bitmap of 16-bit words (0 <= lo): the words in between
+ * whole (bit by bit, the plan of a 112x112 plane took a quarter of an 8-channel
+ * conv's time). */
 AOTC_FN void aotc_conv_set_bits_(__mmask16 *words, int64_t lo, int64_t hi) {
-  for (; lo < hi; lo = (lo / 16 + 1) * 16) {
-    int64_t end = AOTC_MIN(hi, (lo / 16 + 1) * 16);
-    unsigned bits = ((1u << (end - lo)) - 1u) << (lo % 16);
-    words[lo / 16] = (__mmask16)(words[lo / 16] | bits);
+  int64_t first = lo / 16, last = (hi - 1) / 16, i;
+  if (hi <= lo) return;
+  if (first == last) {
+    words[first] = (__mmask16)(words[first] | aotc_conv_lanes_(lo % 16, hi - 16 * first));
+    return;
   }
+  words[first] = (__mmask16)(words[first] | aotc_conv_lanes_(lo % 16, 16));
+  for (i = first + 1; i < last; i++) words[i] = (__mmask16)0xFFFF;
+  words[last] = (__mmask16)(words[last] | aotc_conv_lanes_(0, hi - 16 * last));
 }
 
 /* Plans the flat kernel for this shape; 0 when it does not apply. */
 AOTC_FN int aotc_conv_flat_plan_(const aotc_conv_geom *g, aotc_conv_flat_ *f) {
   const int64_t in_h = g->in[1], in_w = g->in[2], oh_n = g->out[1], ow_n = g->out[2];
   const int64_t s = g->stride[2];
-  int64_t t, oh;
+  int64_t t, oh, c;
   if (!(g->kernel[0] == 1 && g->in[0] == 1 && g->out[0] == 1 && g->kernel[1] == 3 &&
         g->kernel[2] == 3 && g->dilation[1] == 1 && g->dilation[2] == 1 && g->stride[1] == s))
     return 0;
@@ -389,6 +401,12 @@ AOTC_FN int aotc_conv_flat_plan_(const aotc_conv_geom *g, aotc_conv_flat_ *f) {
       if (iy >= 0 && iy < in_h && hi > lo)
         aotc_conv_set_bits_(f->mask[t], oh * f->width + lo, oh * f->width + hi);
     }
+  }
+  f->any_inside = 0;
+  for (c = 0; c < f->chunks; c++) {
+    f->inside[c] = f->width >= AOTC_CONV_FLAT_INNER_WIDTH;
+    for (t = 0; t < 9; t++) f->inside[c] = (unsigned char)(f->inside[c] && f->mask[t][c] == 0xFFFF);
+    f->any_inside |= f->inside[c];
   }
   return 1;
 }
@@ -442,10 +460,35 @@ AOTC_INLINE_ALWAYS __m512 aotc_conv_dw_finish_(const aotc_conv_dw_epilogue_ *e, 
   return e->in_registers ? aotc_sgemm_act_v_(AOTC_V_FINISH(acc), e->act, e->lo, e->hi) : acc;
 }
 
+/* Chunks [c0, c1) of the run (16 pixels each) into out, from the taps' inputs
+ * src[0..9). Inlined with `inside` constant: chunks whose taps all fall inside the
+ * plane go without masks (the same sums: every lane of every tap counts). With nine
+ * mask moves per chunk, MobileNetV2's 112x112 stride-1 conv took 0.13 ms, without
+ * them in its inner chunks 0.12. */
+AOTC_INLINE_ALWAYS void aotc_conv_flat_run_(const aotc_conv_flat_ *f, int64_t c0, int64_t c1,
+                                            const float *const *src, const __m512 *wv,
+                                            const aotc_conv_dw_epilogue_ *e, float *out, int64_t pixels,
+                                            int inside) {
+  int64_t c;
+  for (c = c0; c < c1; c++) {
+    __m512 acc = _mm512_setzero_ps();
+    int t;
+    for (t = 0; t < 9; t++) {
+      if (inside) {
+        acc = AOTC_V_MADD(wv[t], _mm512_loadu_ps(src[t] + c * 16), acc);
+      } else {
+        const __mmask16 m = f->mask[t][c];
+        acc = aotc_conv_flat_tap_(acc, m, wv[t], _mm512_maskz_loadu_ps(m, src[t] + c * 16));
+      }
+    }
+    _mm512_mask_storeu_ps(out + c * 16, aotc_v_mask_(pixels - c * 16), aotc_conv_dw_finish_(e, acc));
+  }
+}
+
 /* One channel's output plane y from its input plane. */
-AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_geom *g, const aotc_conv_flat_ *f,
-                                   const float *plane, const float *w, float bias, float *y,
-                                   const aotc_activation *act) {
+AOTC_INLINE_ALWAYS void aotc_conv_flat_plane_(const aotc_conv_geom *g, const aotc_conv_flat_ *f,
+                                              const float *plane, const float *w, float bias, float *y,
+                                              const aotc_activation *act) {
   float phases[AOTC_CONV_FLAT_PHASES] AOTC_ALIGNED(64);
   float run[AOTC_CONV_FLAT_PHASES / 4] AOTC_ALIGNED(64);   /* when width > out_w */
   const int64_t oh_n = g->out[1], ow_n = g->out[2], pixels = oh_n * f->width;
@@ -459,14 +502,15 @@ AOTC_FN void aotc_conv_flat_plane_(const aotc_conv_geom *g, const aotc_conv_flat
     wv[t] = _mm512_set1_ps(w[t]);
     src[t] = (f->stride == 2 ? phases + f->phase[t] * f->phase_rows * f->width : plane) + f->offset[t];
   }
-  for (c = 0; c < f->chunks; c++) {
-    const int64_t p = c * 16;
-    __m512 acc = _mm512_setzero_ps();
-    for (t = 0; t < 9; t++) {
-      const __mmask16 m = f->mask[t][c];
-      acc = aotc_conv_flat_tap_(acc, m, wv[t], _mm512_maskz_loadu_ps(m, src[t] + p));
-    }
-    _mm512_mask_storeu_ps(out + p, aotc_v_mask_(pixels - p), aotc_conv_dw_finish_(&e, acc));
+  if (!f->any_inside)   /* (looking for runs cost 7x7 planes 10%) */
+    aotc_conv_flat_run_(f, 0, f->chunks, src, wv, &e, out, pixels, 0);
+  for (c = 0; c < f->chunks && f->any_inside;) {   /* runs of chunks inside or not */
+    const int inside = f->inside[c];
+    int64_t end = c + 1;
+    while (end < f->chunks && f->inside[end] == inside) end++;
+    if (inside) aotc_conv_flat_run_(f, c, end, src, wv, &e, out, pixels, 1);
+    else aotc_conv_flat_run_(f, c, end, src, wv, &e, out, pixels, 0);
+    c = end;
   }
   if (out != y) {   /* rows width apart -> out_w apart */
     int64_t oh, j;
@@ -518,19 +562,64 @@ AOTC_FN int aotc_conv_s2_plan_(const aotc_conv_geom *g, aotc_conv_s2_ *s2) {
   return 1;
 }
 
-/* Output rows [r0, r1) of one channel (y: its output plane). */
-AOTC_FN void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s2_ *s2, const float *plane,
-                                const float *w, float bias, float *y, int64_t r0, int64_t r1,
-                                const aotc_activation *act) {
-  const int64_t in_h = g->in[1], in_w = g->in[2], ow_n = g->out[2];
-  const aotc_conv_dw_epilogue_ e = aotc_conv_dw_epilogue_init_(act, bias);
+/* Whether block b's taps and windows all lie inside the row: no masks at all. */
+AOTC_FN int aotc_conv_s2_inside_(const aotc_conv_s2_ *s2, int64_t b) {
+  int i;
+  for (i = 0; i < 3; i++)
+    if (s2->tap[b][i] != 0xFFFF) return 0;
+  for (i = 0; i < 4; i++)
+    if (s2->load[b][i] != 0xFFFF) return 0;
+  return 1;
+}
+
+/* The sums of block b (16 output columns) over `n` rows of taps from input rows
+ * rows[0..n) (each from its column -pad on) with weights wv[0 .. 3 n). Inlined with n
+ * and `inside` constant: the three rows of an inner output row unrolled, and no masks
+ * where no window or tap reaches past the row (the same sums). With the rows looped
+ * over and seven masks moved per block, MobileNetV2's 112 -> 56 conv (96 channels)
+ * took 0.25 ms alone and 0.23 in the model; so, 0.17 and 0.16. */
+AOTC_INLINE_ALWAYS __m512 aotc_conv_s2_block_(const aotc_conv_s2_ *s2, int64_t b, const float *const *rows,
+                                              int n, const __m512 *wv, int inside) {
   const __m512i evens = aotc_conv_even_lanes_();
   const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  const __mmask16 *m = s2->tap[b], *l = s2->load[b];
+  __m512 acc = _mm512_setzero_ps();
+  int i;
+  for (i = 0; i < n; i++) {
+    const float *row = rows[i] + 32 * b;
+    if (inside) {
+      const __m512 a0 = _mm512_loadu_ps(row), a1 = _mm512_loadu_ps(row + 16);
+      const __m512 b0 = _mm512_loadu_ps(row + 2), b1 = _mm512_loadu_ps(row + 18);
+      acc = AOTC_V_MADD(wv[3 * i], _mm512_permutex2var_ps(a0, evens, a1), acc);
+      acc = AOTC_V_MADD(wv[3 * i + 1], _mm512_permutex2var_ps(a0, odds, a1), acc);
+      acc = AOTC_V_MADD(wv[3 * i + 2], _mm512_permutex2var_ps(b0, evens, b1), acc);
+    } else {
+      const __m512 a0 = _mm512_maskz_loadu_ps(l[0], row), a1 = _mm512_maskz_loadu_ps(l[1], row + 16);
+      const __m512 b0 = _mm512_maskz_loadu_ps(l[2], row + 2), b1 = _mm512_maskz_loadu_ps(l[3], row + 18);
+      acc = aotc_conv_flat_tap_(acc, m[0], wv[3 * i], _mm512_permutex2var_ps(a0, evens, a1));
+      acc = aotc_conv_flat_tap_(acc, m[1], wv[3 * i + 1], _mm512_permutex2var_ps(a0, odds, a1));
+      acc = aotc_conv_flat_tap_(acc, m[2], wv[3 * i + 2], _mm512_permutex2var_ps(b0, evens, b1));
+    }
+  }
+  return acc;
+}
+
+/* Output rows [r0, r1) of one channel (y: its output plane). Compiled on its own, as
+ * aotc_conv_flat_channels_ (below) is. */
+AOTC_NOINLINE void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s2_ *s2, const float *plane,
+                                      const float *w, float bias, float *y, int64_t r0, int64_t r1,
+                                      const aotc_activation *act) {
+  const int64_t in_h = g->in[1], in_w = g->in[2], ow_n = g->out[2];
+  const aotc_conv_dw_epilogue_ e = aotc_conv_dw_epilogue_init_(act, bias);
+  int64_t inside_lo = 0, inside_hi, r, b, t;   /* blocks [inside_lo, inside_hi): no masks */
   __m512 wv[9];
-  int64_t r, b, t;
+  while (inside_lo < s2->blocks && !aotc_conv_s2_inside_(s2, inside_lo)) inside_lo++;
+  for (inside_hi = inside_lo; inside_hi < s2->blocks && aotc_conv_s2_inside_(s2, inside_hi);) inside_hi++;
   for (t = 0; t < 9; t++) wv[t] = _mm512_set1_ps(w[t]);
   for (r = r0; r < r1; r++) {
     const int64_t iy0 = r * g->stride[1] - g->pad[1];
+    const int ky0 = (int)AOTC_MAX(0, -iy0), ky1 = (int)AOTC_MIN(3, in_h - iy0);   /* rows inside */
+    const float *rows[3];
     float *yrow = y + r * ow_n;
     /* The input rows of output row r + 2 (past the plane, the next channel's first),
      * fetched now: without, these rows waited on memory or a shared L3 (MobileNetV2's
@@ -539,26 +628,14 @@ AOTC_FN void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s2_ *s2
      * flat kernel 20-40% slower: not done there. */
     const float *ahead = plane + (iy0 + 2 * g->stride[1]) * in_w;
     int64_t q;
+    int ky;
     for (q = 0; q < 3 * in_w; q += 16) AOTC_PREFETCH_L1(ahead + q);
+    for (ky = ky0; ky < ky1; ky++) rows[ky - ky0] = plane + (iy0 + ky) * in_w - g->pad[2];
     for (b = 0; b < s2->blocks; b++) {
-      const __mmask16 *m = s2->tap[b], *l = s2->load[b];
-      const int64_t base = 32 * b - g->pad[2];
-      __m512 acc = _mm512_setzero_ps();
-      int64_t ky;
-      for (ky = 0; ky < 3; ky++) {
-        const int64_t iy = iy0 + ky;
-        const float *row;
-        __m512 a0, a1, b0, b1;
-        if (iy < 0 || iy >= in_h) continue;
-        row = plane + iy * in_w + base;
-        a0 = _mm512_maskz_loadu_ps(l[0], row);
-        a1 = _mm512_maskz_loadu_ps(l[1], row + 16);
-        b0 = _mm512_maskz_loadu_ps(l[2], row + 2);
-        b1 = _mm512_maskz_loadu_ps(l[3], row + 18);
-        acc = aotc_conv_flat_tap_(acc, m[0], wv[3 * ky], _mm512_permutex2var_ps(a0, evens, a1));
-        acc = aotc_conv_flat_tap_(acc, m[1], wv[3 * ky + 1], _mm512_permutex2var_ps(a0, odds, a1));
-        acc = aotc_conv_flat_tap_(acc, m[2], wv[3 * ky + 2], _mm512_permutex2var_ps(b0, evens, b1));
-      }
+      __m512 acc;
+      if (ky1 - ky0 < 3) acc = aotc_conv_s2_block_(s2, b, rows, ky1 - ky0, wv + 3 * ky0, 0);
+      else if (b >= inside_lo && b < inside_hi) acc = aotc_conv_s2_block_(s2, b, rows, 3, wv, 1);
+      else acc = aotc_conv_s2_block_(s2, b, rows, 3, wv, 0);
       _mm512_mask_storeu_ps(yrow + 16 * b, aotc_v_mask_(ow_n - 16 * b), aotc_conv_dw_finish_(&e, acc));
     }
     if (!e.in_registers) {
@@ -818,6 +895,26 @@ AOTC_FN void aotc_conv_direct_rows_(const aotc_conv_direct_args_ *a, const float
   }
 }
 
+#if defined(AOTC_SGEMM_PATH_AVX512)
+/* Whole output planes [c0, c1) (n * Cout + co) by the flat kernel. Compiled once, on
+ * its own: inlined into its callers, its loop's registers went with theirs (it took
+ * 1.3x the time after a change to the stride-2 kernel beside it); called per channel,
+ * 7x7 planes paid for the call. */
+AOTC_NOINLINE void aotc_conv_flat_channels_(const aotc_conv_direct_args_ *a, int64_t c0, int64_t c1) {
+  const aotc_conv_geom *g = a->g;
+  const int64_t cout = g->cout_g * g->group, plane_out = aotc_conv_volume_(g->out);
+  int64_t channel;
+  for (channel = c0; channel < c1; channel++) {
+    const int64_t co = channel % cout, n = channel / cout;
+    const float *plane = a->x + (n * g->group + co / g->cout_g) * aotc_conv_volume_(g->in);
+    float *y = a->y + channel * plane_out;
+    aotc_conv_flat_plane_(g, a->flat, plane, a->w + co * aotc_conv_volume_(g->kernel),
+                          a->bias ? a->bias[co] : 0.0f, y, a->act);
+    if (a->residual) aotc_conv_add_residual_(y, y, a->residual + channel * plane_out, plane_out, a->res_act);
+  }
+}
+#endif
+
 /* One block of channels (small planes, whole) or of output rows of one channel. */
 AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   const aotc_conv_direct_args_ *a = (const aotc_conv_direct_args_ *)arg;
@@ -827,6 +924,12 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   int64_t c1 = AOTC_MIN(c0 + a->channels_per_task, g->batch * cout), channel;
   int64_t r0 = task % a->row_tasks * a->rows_per_task;
   int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows);
+#if defined(AOTC_SGEMM_PATH_AVX512)
+  if (a->flat) {   /* whole planes */
+    aotc_conv_flat_channels_(a, c0, c1);
+    return;
+  }
+#endif
   for (channel = c0; channel < c1; channel++) {   /* n * Cout + co */
     int64_t co = channel % cout, n = channel / cout;
 #if defined(AOTC_SGEMM_PATH_AVX2)
@@ -845,9 +948,7 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
     int64_t first = channel * aotc_conv_volume_(g->out) + r0 * ow_n;
     float *yrow = a->y + first;
 #if defined(AOTC_SGEMM_PATH_AVX512)
-    if (a->flat)   /* the whole plane */
-      aotc_conv_flat_plane_(g, a->flat, plane, wk, bias, yrow, a->act);
-    else if (a->s2)
+    if (a->s2)
       aotc_conv_s2_rows_(g, a->s2, plane, wk, bias, yrow - r0 * ow_n, r0, r1, a->act);
     else
 #elif defined(AOTC_SGEMM_PATH_AVX2)

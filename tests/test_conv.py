@@ -519,6 +519,41 @@ def test_depthwise_stride_2_rows_in_exact_mode_match_the_generic_path():
         assert got[name].tobytes() == want[name].tobytes(), name
 
 
+def test_depthwise_inner_vectors_without_masks_keep_the_bits():
+    """AVX-512 depthwise: in planes with rows of 56 columns or more, the flat kernel's
+    16-pixel chunks whose taps all fall inside the plane, and in the stride-2 rows the
+    blocks whose windows do, run without masks. Wide planes of both, even and odd pads,
+    infinities and a NaN in the input: ONNX Runtime's values; in exact mode the generic
+    path's bits; in fast mode the same bits at 1 and 2 threads."""
+    from aotc import build
+    n = helper.make_node
+    convs = [((1, 1, 1, 1), 1, (1, 3, 60, 70)), ((0, 1, 2, 1), 1, (1, 2, 57, 112)),
+             ((1, 1, 1, 1), 2, (1, 3, 90, 120)), ((0, 1, 1, 0), 2, (1, 2, 41, 113))]
+    nodes, inits, inputs, outputs = [], {}, [], []
+    for i, (pads, stride, x_shape) in enumerate(convs):
+        c = x_shape[1]
+        inits[f"w{i}"], inits[f"b{i}"] = random((c, 1, 3, 3), seed=i), random((c,), seed=10 + i)
+        nodes += [n("Conv", [f"x{i}", f"w{i}", f"b{i}"], [f"c{i}"], group=c, pads=list(pads),
+                    strides=[stride, stride]),
+                  n("Sigmoid" if i % 2 else "Identity", [f"c{i}"], [f"y{i}"])]
+        inputs.append((f"x{i}", np.float32, x_shape))
+        outputs.append((f"y{i}", np.float32, None))
+    model = make_model(nodes, inputs, outputs, inits)
+    feed = {name: random(shape, seed=20 + i) for i, (name, _, shape) in enumerate(inputs)}
+    assert_matches_ort(model, feed, rtol=RTOL, atol=ATOL)
+    for x in feed.values():
+        x[0, 0, 20, 40], x[0, 0, 21, 40], x[0, -1, 30, 50] = np.inf, -np.inf, np.nan
+    native = build.resolve_target("native")
+    want = aotc.compile(model, mode="exact", target="generic", threads=1).run(feed)
+    got = aotc.compile(model, mode="exact", target=native, threads=2).run(feed)
+    fast_1 = aotc.compile(model, target=native, threads=1).run(feed)
+    fast_2 = aotc.compile(model, target=native, threads=2).run(feed)
+    for name in want:
+        assert np.isnan(want[name]).any(), name
+        assert got[name].tobytes() == want[name].tobytes(), name
+        assert fast_2[name].tobytes() == fast_1[name].tobytes(), name
+
+
 def test_depthwise_bands_and_lanes_give_the_row_kernels_bits_and_skip_non_finite_weights():
     """The AVX2 depthwise kernels read zero borders where the row kernel skips the
     padding: the same sums while the weights are finite, so a channel (bands) or a group
