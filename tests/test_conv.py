@@ -519,13 +519,27 @@ def test_depthwise_stride_2_rows_in_exact_mode_match_the_generic_path():
         assert got[name].tobytes() == want[name].tobytes(), name
 
 
+def _assert_native_bits(model, feed):
+    """Exact mode on the native path at 2 threads gives the generic path's bits; fast
+    mode gives the same bits at 1 and 2 threads. Returns the exact and fast outputs."""
+    from aotc import build
+    native = build.resolve_target("native")
+    want = aotc.compile(model, mode="exact", target="generic", threads=1).run(feed)
+    got = aotc.compile(model, mode="exact", target=native, threads=2).run(feed)
+    fast_1 = aotc.compile(model, target=native, threads=1).run(feed)
+    fast_2 = aotc.compile(model, target=native, threads=2).run(feed)
+    for name in want:
+        assert got[name].tobytes() == want[name].tobytes(), name
+        assert fast_2[name].tobytes() == fast_1[name].tobytes(), name
+    return want, fast_1
+
+
 def test_depthwise_inner_vectors_without_masks_keep_the_bits():
     """AVX-512 depthwise: in planes with rows of 56 columns or more, the flat kernel's
     16-pixel chunks whose taps all fall inside the plane, and in the stride-2 rows the
     blocks whose windows do, run without masks. Wide planes of both, even and odd pads,
     infinities and a NaN in the input: ONNX Runtime's values; in exact mode the generic
     path's bits; in fast mode the same bits at 1 and 2 threads."""
-    from aotc import build
     n = helper.make_node
     convs = [((1, 1, 1, 1), 1, (1, 3, 60, 70)), ((0, 1, 2, 1), 1, (1, 2, 57, 112)),
              ((1, 1, 1, 1), 2, (1, 3, 90, 120)), ((0, 1, 1, 0), 2, (1, 2, 41, 113))]
@@ -543,15 +557,9 @@ def test_depthwise_inner_vectors_without_masks_keep_the_bits():
     assert_matches_ort(model, feed, rtol=RTOL, atol=ATOL)
     for x in feed.values():
         x[0, 0, 20, 40], x[0, 0, 21, 40], x[0, -1, 30, 50] = np.inf, -np.inf, np.nan
-    native = build.resolve_target("native")
-    want = aotc.compile(model, mode="exact", target="generic", threads=1).run(feed)
-    got = aotc.compile(model, mode="exact", target=native, threads=2).run(feed)
-    fast_1 = aotc.compile(model, target=native, threads=1).run(feed)
-    fast_2 = aotc.compile(model, target=native, threads=2).run(feed)
+    want, _ = _assert_native_bits(model, feed)
     for name in want:
         assert np.isnan(want[name]).any(), name
-        assert got[name].tobytes() == want[name].tobytes(), name
-        assert fast_2[name].tobytes() == fast_1[name].tobytes(), name
 
 
 def test_depthwise_bands_and_lanes_give_the_row_kernels_bits_and_skip_non_finite_weights():
@@ -561,7 +569,6 @@ def test_depthwise_bands_and_lanes_give_the_row_kernels_bits_and_skip_non_finite
     into several bands; small planes eight channels at a time, with channels left over
     and groups across images; stride 1 and 2, odd pads: in exact mode the generic path's
     bits on every path; in fast mode the same bits at 1 and 2 threads."""
-    from aotc import build
     n = helper.make_node
     convs = [((1, 1, 1, 1), 1, (1, 3, 100, 97)), ((0, 1, 2, 1), 2, (1, 3, 101, 90)),
              ((1, 1, 1, 1), 1, (1, 3, 7, 7)),
@@ -579,14 +586,8 @@ def test_depthwise_bands_and_lanes_give_the_row_kernels_bits_and_skip_non_finite
         outputs.append((f"y{i}", np.float32, None))
     model = make_model(nodes, inputs, outputs, inits)
     feed = {name: random(shape, seed=20 + i) for i, (name, _, shape) in enumerate(inputs)}
-    native = build.resolve_target("native")
-    want = aotc.compile(model, mode="exact", target="generic", threads=1).run(feed)
-    got = aotc.compile(model, mode="exact", target=native, threads=2).run(feed)
-    fast_1 = aotc.compile(model, target=native, threads=1).run(feed)
-    fast_2 = aotc.compile(model, target=native, threads=2).run(feed)
+    want, fast_1 = _assert_native_bits(model, feed)
     for name in want:
-        assert got[name].tobytes() == want[name].tobytes(), name
-        assert fast_2[name].tobytes() == fast_1[name].tobytes(), name
         assert np.isfinite(want[name][:, 0]).all() and not np.isfinite(want[name][:, 1:3]).all(), name
         finite = np.r_[0, 3:want[name].shape[1]]
         assert np.isfinite(want[name][:, finite]).all(), name
