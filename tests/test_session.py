@@ -44,11 +44,16 @@ def test_run_with_a_dict_returns_every_output_by_name(two):
     np.testing.assert_array_equal(out["s"], a + b)
 
 
-def test_outputs_start_on_a_64_byte_boundary(two):
+def test_outputs_start_on_a_64_byte_boundary_and_are_the_callers_own(two):
     # numpy alone aligns to 16 bytes: the tiles' vector stores would straddle cache lines
+    kept = []
     for seed in range(8):
-        out = two.run({"a": random((4, 8), seed=seed), "b": random((8,), seed=seed + 1)})
-        assert all(r.ctypes.data % 64 == 0 and r.flags.c_contiguous for r in out.values())
+        a, b = random((4, 8), seed=seed), random((8,), seed=seed + 1)
+        out = two.run({"a": a, "b": b})
+        assert all(r.ctypes.data % 64 == 0 and r.flags.c_contiguous and r.flags.writeable for r in out.values())
+        kept.append((a + b, out["s"]))
+    for want, got in kept:   # no later run wrote into an earlier run's outputs
+        np.testing.assert_array_equal(got, want)
 
 
 def test_inputs_and_outputs_describe_the_model(two):
