@@ -372,6 +372,25 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
   return pf;
 }
 
+/* Where A is read in place row by row and the block goes panel by panel, as a panel
+ * starts: the next panel's rows of its K-block (the block's first panel on the next
+ * K-block after its last), fetched into L2. The tiles' 14 row streams outran the
+ * hardware's prefetch: 3136 x 64 x 576 (A in L3) 195 -> 209 GFLOP/s. */
+AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
+                                             int64_t p, int64_t pc, int64_t kc) {
+  int64_t i, rows, r, k;
+  if (p + 1 < blk->p0 + blk->np) {
+    p++;
+  } else {
+    p = blk->p0, pc += kc;
+    if (pc >= j->K) return;
+    kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
+  }
+  aotc_sgemm_panel_(j->M, p, &i, &rows);
+  for (r = 0; r < rows; r++)
+    for (k = 0; k < kc; k += 16) AOTC_PREFETCH_L2(j->A + (i + r) * j->lda + pc + k);
+}
+
 /* Block t of C over all of K, K outermost so C accumulates in order. Within a
  * K-block the tiles go strip by strip, or panel by panel below
  * AOTC_SGEMM_PANEL_OUTER_BELOW_K, or when M > N for blocks of at most
@@ -381,11 +400,13 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
 AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float *made) {
   aotc_sgemm_block_ blk;
   int64_t pc, u;
+  int a_rows_in_place;
   blk.p0 = t / j->ntasks_n * j->panels_per_task, blk.s0 = t % j->ntasks_n * j->strips_per_task;
   blk.np = AOTC_MIN(blk.p0 + j->panels_per_task, j->panels) - blk.p0;
   blk.ns = AOTC_MIN(blk.s0 + j->strips_per_task, j->strips) - blk.s0;
   blk.panel_outer = j->make_a || j->K < AOTC_SGEMM_PANEL_OUTER_BELOW_K ||
                     (j->M > j->N && blk.ns <= AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS);
+  a_rows_in_place = blk.panel_outer && !j->make_a && !j->pa && !j->trans_a;
   for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     int first = pc == 0, last = pc + kc == j->K;
@@ -409,6 +430,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       } else {
         a = j->A + i * j->lda + pc, ars = j->lda, aks = 1;
       }
+      if (a_rows_in_place && u % blk.ns == 0) aotc_sgemm_prefetch_next_panel_(j, &blk, p, pc, kc);
       cp = j->C + i * j->ldc + c;
       ep = aotc_sgemm_epilogue_at_(j, i, c);
       if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u);
