@@ -255,6 +255,7 @@ typedef struct {
   float *C;
   const float *pa;     /* packed A (scratch or the caller's), NULL when A is read in place */
   float *pa_out;       /* where to pack A, NULL when A comes packed or is read in place */
+  int packs_a_in_tasks;   /* pa_out is filled by the tasks, not by a pass before them */
   const aotc_sgemm_a_maker *make_a;   /* NULL, or what makes each panel of A */
   const float *pb;     /* packed B (scratch or compile time) */
   float *pb_out;       /* where to pack B, NULL when B comes packed */
@@ -298,16 +299,28 @@ AOTC_FN int64_t aotc_sgemm_packed_strips_(const aotc_sgemm_job_ *j) {
   return j->b_in_place ? (j->N % AOTC_SGEMM_NR != 0) : j->strips;
 }
 
-/* Packing tasks: one per (K-block, panel) of A, then one per (K-block, packed strip) of B. */
+/* Of the packing done before the product: A's (K-block, panel) pieces, none where the
+ * tasks pack A themselves (AOTC_SGEMM_PACK_A_IN_TASKS). */
+AOTC_FN int64_t aotc_sgemm_a_pack_tasks_(const aotc_sgemm_job_ *j) {
+  return j->pa_out && !j->packs_a_in_tasks ? j->kblocks * j->panels : 0;
+}
+
+/* Panel p of K-block pc (kc columns) of A into pa_out. */
+AOTC_FN void aotc_sgemm_pack_a_at_(const aotc_sgemm_job_ *j, int64_t pc, int64_t kc, int64_t p) {
+  int64_t i0, rows;
+  aotc_sgemm_panel_(j->M, p, &i0, &rows);
+  aotc_sgemm_pack_a_panel_(j->pa_out + aotc_sgemm_a_panel_(j->M, j->K, pc, i0), j->A, j->lda,
+                           j->trans_a, pc, kc, i0, rows);
+}
+
+/* Packing before the product: one task per (K-block, panel) of A, then one per
+ * (K-block, packed strip) of B. */
 AOTC_FN void aotc_sgemm_pack_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = (const aotc_sgemm_job_ *)arg;
-  int64_t a_tasks = j->pa_out ? j->kblocks * j->panels : 0;
+  int64_t a_tasks = aotc_sgemm_a_pack_tasks_(j);
   if (t < a_tasks) {
-    int64_t pc = t / j->panels * AOTC_SGEMM_KC, i0, rows;
-    int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
-    aotc_sgemm_panel_(j->M, t % j->panels, &i0, &rows);
-    aotc_sgemm_pack_a_panel_(j->pa_out + aotc_sgemm_a_panel_(j->M, j->K, pc, i0), j->A, j->lda,
-                             j->trans_a, pc, kc, i0, rows);
+    int64_t pc = t / j->panels * AOTC_SGEMM_KC;
+    aotc_sgemm_pack_a_at_(j, pc, AOTC_MIN(AOTC_SGEMM_KC, j->K - pc), t % j->panels);
   } else {
     int64_t packed = aotc_sgemm_packed_strips_(j), u = t - a_tasks;
     int64_t pc = u / packed * AOTC_SGEMM_KC, s = j->strips - packed + u % packed;
@@ -410,6 +423,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
   for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     int first = pc == 0, last = pc + kc == j->K;
+    for (u = 0; j->packs_a_in_tasks && u < blk.np; u++) aotc_sgemm_pack_a_at_(j, pc, kc, blk.p0 + u);
     for (u = 0; u < blk.np * blk.ns; u++) {
       int64_t p, s, c, cols, i, rows, ars, aks, bks;
       const float *a, *b;
@@ -513,19 +527,21 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
 }
 
 /* Tasks of at most AOTC_SGEMM_PANELS_PER_TASK panels x AOTC_SGEMM_STRIPS_PER_TASK strips
- * (per path: aotc_gemm_kernels.h), the panels and strips shared out evenly;
- * a small product is cut finer, the larger side of a task first (where A is made, the
- * panels first: each task makes its panels once more), until there are
- * AOTC_SGEMM_MIN_TASKS tasks or single tiles. Shape only: a tile's sums never depend
- * on which task (or thread) computes it. */
+ * (per path: aotc_gemm_kernels.h), the panels and strips shared out evenly, or all the
+ * strips where the tasks pack A (no two tasks share a panel then);
+ * a small product is cut finer, the larger side of a task first (where A is made or
+ * packed by the tasks, the panels first: each task makes its panels once more; with
+ * more than 2 * AOTC_SGEMM_PANELS_PER_TASK panels the panels alone reach the count),
+ * until there are AOTC_SGEMM_MIN_TASKS tasks or single tiles. Shape only: a tile's
+ * sums never depend on which task (or thread) computes it. */
 AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
   int64_t np = aotc_sgemm_div_up_(j->panels, AOTC_SGEMM_PANELS_PER_TASK);
-  int64_t ns = aotc_sgemm_div_up_(j->strips, AOTC_SGEMM_STRIPS_PER_TASK);
+  int64_t ns = j->packs_a_in_tasks ? 1 : aotc_sgemm_div_up_(j->strips, AOTC_SGEMM_STRIPS_PER_TASK);
   for (;;) {
     int64_t pp = aotc_sgemm_div_up_(j->panels, np), sp = aotc_sgemm_div_up_(j->strips, ns);
     int64_t tasks = aotc_sgemm_div_up_(j->panels, pp) * aotc_sgemm_div_up_(j->strips, sp);
     if (tasks >= AOTC_SGEMM_MIN_TASKS || (pp == 1 && sp == 1)) break;
-    if (j->make_a && pp > 1) np++;
+    if ((j->make_a || j->packs_a_in_tasks) && pp > 1) np++;
     else if (sp * AOTC_SGEMM_NR >= pp * AOTC_SGEMM_MR && sp > 1) ns++;
     else if (pp > 1) np++;
     else ns++;
@@ -590,8 +606,10 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
     j.pb = j.pb_out;
     j.b_in_place = M > 1 && aotc_sgemm_reads_b_in_place_(ldb, trans_b);
   }
-  if (j.pa_out || aotc_sgemm_packed_strips_(&j))
-    aotc_parallel_for(pool, (j.pa_out ? j.kblocks * j.panels : 0) + j.kblocks * aotc_sgemm_packed_strips_(&j),
+  j.packs_a_in_tasks = AOTC_SGEMM_PACK_A_IN_TASKS && j.pa_out &&
+                       j.panels > 2 * AOTC_SGEMM_PANELS_PER_TASK;
+  if (aotc_sgemm_a_pack_tasks_(&j) || aotc_sgemm_packed_strips_(&j))
+    aotc_parallel_for(pool, aotc_sgemm_a_pack_tasks_(&j) + j.kblocks * aotc_sgemm_packed_strips_(&j),
                       aotc_sgemm_pack_task_, &j);
   if (M == 1 && !x.make_a) {   /* (a made row goes through the tiles) */
     int64_t width = j.pb ? AOTC_SGEMV_NC : AOTC_SGEMV_ROWS_NC;

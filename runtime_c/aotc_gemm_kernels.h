@@ -50,6 +50,12 @@
  * 3.5-9% faster in four paired runs on Zen 5; 3 and 4 strips within the noise; with
  * M < N, as 64 x 1024 x 1024, B is the stream and its prefetch counts: 5% slower). */
 #define AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS 2
+/* Where A is packed (aotc_gemm.h) and M spans more than two tasks of panels, each task
+ * takes all the strips and packs its own panels at the start of each K-block: they go
+ * to its tiles through L2, where a pass over all of A first sent them out to L3 and
+ * back (1024^3 at one thread: 185 -> 201 GFLOP/s; at 128 or 64 rows, where a task's
+ * strips would all stream B once per task, 3-5% slower, hence the bound). */
+#define AOTC_SGEMM_PACK_A_IN_TASKS 1
 typedef __m512 aotc_v_;
 AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
   return (__mmask16)(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
@@ -107,6 +113,7 @@ AOTC_INLINE_ALWAYS void aotc_v_transpose16_(__m512 r[16]) {
  * (panel by panel, 0-6% slower at 1 thread on Zen 3, best of repeated runs). */
 #define AOTC_SGEMM_PANEL_OUTER_BELOW_K 0
 #define AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS 0
+#define AOTC_SGEMM_PACK_A_IN_TASKS 0   /* one pass packs A first: not measured against it */
 typedef __m256 aotc_v_;
 AOTC_INLINE_ALWAYS __m256i aotc_v_mask_(int64_t n) {
   int m = (int)(n >= 8 ? 8 : n <= 0 ? 0 : n);
@@ -141,6 +148,7 @@ AOTC_INLINE_ALWAYS void aotc_v_storen_(float *p, __m256 v, int64_t n) {
 #define AOTC_SGEMM_STRIPS_PER_TASK 16
 #define AOTC_SGEMM_PANEL_OUTER_BELOW_K 0   /* strip by strip, as always: not measured against the other */
 #define AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS 0
+#define AOTC_SGEMM_PACK_A_IN_TASKS 0
 typedef float aotc_v_;
 #define AOTC_V_ZERO() 0.0f
 #define AOTC_V_SET1(x) (x)

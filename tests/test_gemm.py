@@ -31,6 +31,7 @@ PRODUCTS = [
     (1, 70, 513, "b"),       # M = 1 over row-major B
     (29, 130, 40, "b"),      # more than 4 strips: A read in place (row stride 40)
     (20, 200, 512, "b"),     # row stride of 2 KiB: A packed; K two whole blocks
+    (300, 150, 512, "b"),    # ... and 22 panels: on AVX-512 each task packs its own
     (3, 5, 7, "b"),
     (37, 45, 300, "const"),
     (1, 200, 300, "const"),  # M = 1 over packed B (the GEMV strips)
