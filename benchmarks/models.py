@@ -1,7 +1,7 @@
 """aotc against onnxruntime on whole networks, side by side in one process.
 
     python benchmarks/models.py [--models resnet50,mobilenetv2] [--threads 1,2]
-                                [--mode fast|exact] [--runs 20] [--quick]
+                                [--mode fast|exact] [--runs 60] [--quick]
 
 For each model (ONNX file plus its .json of input shapes, as written by
 ../shared/models/make_models.py, in --models-dir or $AOTC_MODELS_DIR): compile with
@@ -169,7 +169,9 @@ def main():
     p.add_argument("--models", help=f"comma-separated (default: {','.join(ALL_MODELS)})")
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     p.add_argument("--mode", choices=("fast", "exact"), default="fast")
-    p.add_argument("--runs", type=int, default=20, help="timed runs of each (default 20)")
+    # 12 blocks of 5 a side: on this shared 2-vCPU machine slow phases last seconds, and
+    # with 4 blocks a side (20 runs) one phase moved a model's ratio by 0.2 between runs
+    p.add_argument("--runs", type=int, default=60, help="timed runs of each (default 60)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: {','.join(QUICK_MODELS)}, 1 thread, 5 runs")
