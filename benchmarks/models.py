@@ -169,7 +169,7 @@ def main():
     p.add_argument("--models", help=f"comma-separated (default: {','.join(ALL_MODELS)})")
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     p.add_argument("--mode", choices=("fast", "exact"), default="fast")
-    # 12 blocks of 5 a side: on this shared 2-vCPU machine slow phases last seconds, and
+    # 12 blocks of 5 a side: on a shared 2-vCPU machine slow phases last seconds, and
     # with 4 blocks a side (20 runs) one phase moved a model's ratio by 0.2 between runs
     p.add_argument("--runs", type=int, default=60, help="timed runs of each (default 60)")
     p.add_argument("--warmup", type=int, default=3)

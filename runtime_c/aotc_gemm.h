@@ -540,7 +540,8 @@ AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
   for (;;) {
     int64_t pp = aotc_sgemm_div_up_(j->panels, np), sp = aotc_sgemm_div_up_(j->strips, ns);
     int64_t tasks = aotc_sgemm_div_up_(j->panels, pp) * aotc_sgemm_div_up_(j->strips, sp);
-    if (tasks >= AOTC_SGEMM_MIN_TASKS || (pp == 1 && sp == 1)) break;
+    /* (strips are never cut where the tasks pack A: two tasks would write one panel) */
+    if (tasks >= AOTC_SGEMM_MIN_TASKS || (pp == 1 && (sp == 1 || j->packs_a_in_tasks))) break;
     if ((j->make_a || j->packs_a_in_tasks) && pp > 1) np++;
     else if (sp * AOTC_SGEMM_NR >= pp * AOTC_SGEMM_MR && sp > 1) ns++;
     else if (pp > 1) np++;

@@ -53,7 +53,7 @@
 /* Where A is packed (aotc_gemm.h) and M spans more than two tasks of panels, each task
  * takes all the strips and packs its own panels at the start of each K-block: they go
  * to its tiles through L2, where a pass over all of A first sent them out to L3 and
- * back (1024^3 at one thread: 185 -> 201 GFLOP/s; at 128 or 64 rows, where a task's
+ * back (1024^3 at one thread in a C loop: 185 -> 201 GFLOP/s; at 128 or 64 rows, where a task's
  * strips would all stream B once per task, 3-5% slower, hence the bound). */
 #define AOTC_SGEMM_PACK_A_IN_TASKS 1
 typedef __m512 aotc_v_;
