@@ -4,12 +4,17 @@
  * extent 1. Weights are [Cout, Cin/group, kd, kh, kw] row-major, which is already the
  * A operand of a GEMM per group: [Cout_g, K] with K = Cin_g * kd * kh * kw.
  *
- * Four kernels, chosen at compile time by the shape (aotc/ops/conv.py):
+ * Six kernels, chosen at compile time by the shape (aotc/ops/conv.py):
  *   aotc_conv_pointwise   1x1 kernel, stride 1, no pad: one GEMM per image and group;
  *   aotc_conv_direct      one input channel per group (depthwise): direct loops,
  *                         parallel over blocks of channels or of output rows; 3x3
  *                         kernels on AVX-512 by masked vectors of 16 output columns,
  *                         on AVX2 by vectors of 8 over zero-bordered bands;
+ *   aotc_conv_implicit    2-D convs, channels as GEMM rows: the tiles read the unfolded
+ *                         matrix where it lies, in zero-bordered phase planes of X;
+ *   aotc_conv_pixels      2-D convs with weights known at compile time: tiles of output
+ *                         pixels over the same planes against the packed weights,
+ *                         stored transposed from registers;
  *   aotc_conv_im2col      output pixels cut into column blocks, each block unfolded
  *                         into scratch (im2col) straight into the GEMM's packed-B
  *                         layout and multiplied by one aotc_sgemm_packed;
@@ -46,6 +51,14 @@ typedef struct aotc_conv_geom {
 
 AOTC_FN int64_t aotc_conv_volume_(const int64_t *dims) { return dims[0] * dims[1] * dims[2]; }
 
+/* Where group grp of image n starts in X, and in Y (and a residual laid out as Y). */
+AOTC_FN int64_t aotc_conv_x_at_(const aotc_conv_geom *g, int64_t n, int64_t grp) {
+  return (n * g->group + grp) * g->cin_g * aotc_conv_volume_(g->in);
+}
+AOTC_FN int64_t aotc_conv_y_at_(const aotc_conv_geom *g, int64_t n, int64_t grp) {
+  return (n * g->group + grp) * g->cout_g * aotc_conv_volume_(g->out);
+}
+
 /* ---- entry points: the kernels of the comment at the top ----------------------------- */
 
 AOTC_ENGINE_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
@@ -67,6 +80,14 @@ AOTC_ENGINE_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, i
 AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
                                        const float *w, const float *bias, const float *residual,
                                        float *y, const aotc_activation *act, unsigned char *scratch);
+
+/* Output pixels as tile rows over phase planes of X, against weights packed at compile
+ * time: `w` is W^T [K, Cout_g] per group in the packed-B layout (aotc_sgemm_packed_b_floats
+ * apart). Scratch: aotc_conv_pixels_scratch_bytes(g). `residual`: NULL, or a tensor
+ * shaped as y (it may be y itself) added before `act`. */
+AOTC_ENGINE_FN void aotc_conv_pixels(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                                     const float *w, const float *bias, const float *residual,
+                                     float *y, const aotc_activation *act, unsigned char *scratch);
 
 /* Scratch, in order: the product tile [tile, Cout_g]; the unfolded tile, K * tile
  * floats (none when X is read itself); the GEMM's own scratch (when X is read itself:
@@ -1289,6 +1310,22 @@ AOTC_FN void aotc_conv_implicit_shape_(const aotc_conv_geom *g, aotc_conv_implic
   a->wq = g->out[2] + (g->kernel[2] - 1) / g->stride[2];
 }
 
+/* Floats of the phase planes of g's input channels, then AOTC_SGEMM_NR of slack. */
+AOTC_FN int64_t aotc_conv_planes_floats_(const aotc_conv_geom *g, const aotc_conv_implicit_args_ *a) {
+  return g->cin_g * a->sy * a->sx * a->hq * a->wq + AOTC_SGEMM_NR;
+}
+
+/* koff[k]: where tap k = (input channel, ky, kx) of an output pixel reads, from the
+ * pixel's own place in the phase planes. */
+AOTC_FN void aotc_conv_tap_offsets_(const aotc_conv_geom *g, const aotc_conv_implicit_args_ *a, int64_t *koff) {
+  const int64_t sh = g->stride[1], sw = g->stride[2], plane = a->hq * a->wq;
+  int64_t ci, ky, kx, i = 0;
+  for (ci = 0; ci < g->cin_g; ci++)
+    for (ky = 0; ky < g->kernel[1]; ky++)
+      for (kx = 0; kx < g->kernel[2]; kx++)
+        koff[i++] = ((ci * a->sy + ky % sh) * a->sx + kx % sw) * plane + ky / sh * a->wq + kx / sw;
+}
+
 /* A 1x1 kernel (strided or padded) reads one phase plane per channel, X subsampled and
  * bordered, laid out as Y: the product is a plain GEMM over the planes, whose tiles
  * write Y directly with the residual and activation in registers (through the L1
@@ -1308,9 +1345,9 @@ AOTC_FN size_t aotc_conv_implicit_scratch_bytes(const aotc_conv_geom *g) {
   aotc_conv_implicit_args_ a;
   aotc_conv_implicit_shape_(g, &a);
   if (aotc_conv_implicit_is_gemm_(g))
-    return aotc_conv_implicit_bytes_(g->cin_g * a.hq * a.wq + AOTC_SGEMM_NR) +
+    return aotc_conv_implicit_bytes_(aotc_conv_planes_floats_(g, &a)) +
            aotc_sgemm_scratch_bytes(g->cout_g, a.hq * a.wq, g->cin_g);
-  return aotc_conv_implicit_bytes_(g->cin_g * a.sy * a.sx * a.hq * a.wq + AOTC_SGEMM_NR) +
+  return aotc_conv_implicit_bytes_(aotc_conv_planes_floats_(g, &a)) +
          aotc_conv_implicit_bytes_(aotc_conv_implicit_sums_(g, &a)) +
          aotc_conv_implicit_bytes_(2 * g->cin_g * g->kernel[1] * g->kernel[2]);
 }
@@ -1319,22 +1356,16 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
                                        const float *w, const float *bias, const float *residual,
                                        float *y, const aotc_activation *act, unsigned char *scratch) {
   aotc_conv_implicit_args_ a;
-  const int64_t kh = g->kernel[1], kw = g->kernel[2], sh = g->stride[1], sw = g->stride[2];
-  const int64_t k = g->cin_g * kh * kw, in_px = g->in[1] * g->in[2], out_px = g->out[1] * g->out[2];
-  const int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group;
+  const int64_t k = g->cin_g * g->kernel[1] * g->kernel[2], out_px = g->out[1] * g->out[2];
   const int is_gemm = aotc_conv_implicit_is_gemm_(g);
-  int64_t n, grp, ci, ky, kx, i = 0, plane;
+  int64_t n, grp;
   float *sums;
   int64_t *koff;
   memset(&a, 0, sizeof a);
   aotc_conv_implicit_shape_(g, &a);
-  plane = a.hq * a.wq;
-  sums = (float *)(void *)(scratch + aotc_conv_implicit_bytes_(g->cin_g * a.sy * a.sx * plane + AOTC_SGEMM_NR));
+  sums = (float *)(void *)(scratch + aotc_conv_implicit_bytes_(aotc_conv_planes_floats_(g, &a)));
   koff = (int64_t *)(void *)((unsigned char *)sums + aotc_conv_implicit_bytes_(aotc_conv_implicit_sums_(g, &a)));
-  for (ci = 0; ci < g->cin_g && !is_gemm; ci++)   /* (a 1x1 kernel's GEMM reads none) */
-    for (ky = 0; ky < kh; ky++)
-      for (kx = 0; kx < kw; kx++)
-        koff[i++] = ((ci * a.sy + ky % sh) * a.sx + kx % sw) * plane + ky / sh * a.wq + kx / sw;
+  if (!is_gemm) aotc_conv_tap_offsets_(g, &a, koff);   /* (a 1x1 kernel's GEMM reads none) */
   a.g = g;
   a.xp = (float *)(void *)scratch;
   a.koff = koff;
@@ -1357,9 +1388,9 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
   aotc_sgemm_split_(&a.j);
   for (n = 0; n < g->batch; n++)
     for (grp = 0; grp < g->group; grp++) {
-      a.x = x + (n * cin + grp * g->cin_g) * in_px;
-      a.y = y + (n * cout + grp * g->cout_g) * out_px;
-      a.residual = residual ? residual + (n * cout + grp * g->cout_g) * out_px : NULL;
+      a.x = x + aotc_conv_x_at_(g, n, grp);
+      a.y = y + aotc_conv_y_at_(g, n, grp);
+      a.residual = residual ? residual + aotc_conv_y_at_(g, n, grp) : NULL;
       a.j.A = w + grp * g->cout_g * k;
       a.j.bias_m = bias ? bias + grp * g->cout_g : NULL;
       aotc_parallel_for(pool, g->cin_g + 1, aotc_conv_phases_task_, &a);
@@ -1372,6 +1403,219 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
       }
       aotc_parallel_for(pool, aotc_sgemm_div_up_(a.j.panels, a.j.panels_per_task) * a.j.ntasks_n,
                         aotc_conv_implicit_task_, &a);
+    }
+}
+
+/* ---- pixels as tile rows, read where they lie in the phase planes -------------------- */
+
+/* A 2-D conv with weights known at compile time (aotc/ops/conv.py says which): a tile
+ * is up to AOTC_SGEMM_MR output pixels of one output row by the 32 output channels of
+ * one strip of W^T, packed at compile time in the packed-B layout. Tap k of the tile's
+ * pixels is a run of consecutive floats of a phase plane (the implicit kernel's,
+ * koff[k] from each pixel's place), broadcast one by one against the strip's row k.
+ * So nothing is unfolded (the rows kernel's cost) and no tile computes the columns
+ * past the output (the implicit kernel's). Pixel groups take each K-block of a strip in
+ * turn, AOTC_CONV_PIXELS_CHUNK at a time, their sums between blocks in a buffer on the
+ * stack; the last block's tile is transposed in registers and stored as runs of the
+ * output channels' rows, bias, residual and activation on the way. In ResNet-50 its
+ * 3x3 convs at 56x56 and 28x28 took 0.92-0.95x the time of the implicit and rows
+ * kernels; with weights past L2 (the 14x14 and 7x7 stages) 1.03-1.26x, so those stay
+ * on the rows kernel. Each output is one sum over k in order, then + bias, then + the
+ * residual: the bits of the other kernels. */
+
+typedef struct {
+  aotc_conv_implicit_args_ ph;   /* the phase planes: g, x, xp, sy, sx, hq, wq */
+  const int64_t *koff;     /* tap k of a pixel reads its place in the planes + koff[k] */
+  const float *w;          /* this group's W^T, packed */
+  const float *bias;       /* NULL, or this group's */
+  const float *residual;   /* NULL, or laid out as y, from this image and group on */
+  float *y;                /* first output channel of this image and group */
+  const aotc_activation *act;
+  int64_t per_row, groups, strips;   /* pixel groups per output row and in all; strips */
+  int64_t groups_per_task, strips_per_task, group_tasks;
+} aotc_conv_pixels_args_;
+
+#define AOTC_CONV_PIXELS_CHUNK 8   /* pixel groups that take each K-block of a strip in turn */
+#define AOTC_CONV_PIXELS_MIN_TASKS 16
+
+/* Group `gi` is output row oh's pixels [ow0, ow0 + rows): each row cut evenly. */
+AOTC_FN void aotc_conv_pixels_group_(const aotc_conv_pixels_args_ *a, int64_t gi, int64_t *oh,
+                                     int64_t *ow0, int64_t *rows) {
+  const int64_t ow_n = a->ph.g->out[2], j = gi % a->per_row;
+  *oh = gi / a->per_row;
+  *ow0 = j * ow_n / a->per_row;
+  *rows = (j + 1) * ow_n / a->per_row - *ow0;
+}
+
+/* The tile of `rows` pixels over the K-block from pc of strip s: pixel i's inputs at
+ * src + koff[k] + i. It starts from its sums (rows x 32) but on the first K-block,
+ * leaves them there but on the last, which stores output channels 32 s.. from output
+ * pixel `pixel` on. */
+AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_conv_pixels_args_ *a,
+                                                    const float *AOTC_RESTRICT src, int64_t s, int64_t pc,
+                                                    float *AOTC_RESTRICT sums, int64_t pixel) {
+  const aotc_conv_geom *g = a->ph.g;
+  const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], out_px = g->out[1] * g->out[2];
+  const int64_t c0 = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, g->cout_g - c0);
+  const int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, K - pc);
+  const float *AOTC_RESTRICT b = a->w + aotc_sgemm_packed_strip_(a->strips, K, pc, s);
+  const int64_t *off = a->koff + pc;
+  aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
+  int64_t k, c;
+  int i, v;
+  AOTC_UNROLL(16)
+  for (i = 0; i < rows; i++) {
+    AOTC_UNROLL(32)
+    for (v = 0; v < AOTC_NV; v++)
+      acc[i][v] = pc == 0 ? AOTC_V_ZERO() : AOTC_V_LOAD(sums + i * AOTC_SGEMM_NR + v * AOTC_VW);
+  }
+  for (k = 0; k < kc; k++, b += AOTC_SGEMM_NR) {   /* a ragged strip's padding: +0 weights */
+    const float *at = src + off[k];
+    aotc_v_ bv[AOTC_NV];
+    AOTC_UNROLL(32)
+    for (v = 0; v < AOTC_NV; v++) bv[v] = AOTC_V_LOAD(b + v * AOTC_VW);
+    AOTC_UNROLL(16)
+    for (i = 0; i < rows; i++) {
+      const aotc_v_ av = AOTC_V_SET1(at[i]);
+      AOTC_UNROLL(32)
+      for (v = 0; v < AOTC_NV; v++) acc[i][v] = AOTC_V_MADD(av, bv[v], acc[i][v]);
+    }
+  }
+#if !defined(AOTC_SGEMM_PATH_AVX512)
+  AOTC_UNROLL(16)
+  for (i = 0; i < rows; i++) {   /* (on the last block too: the store reads them there) */
+    AOTC_UNROLL(32)
+    for (v = 0; v < AOTC_NV; v++) AOTC_V_STOREN(sums + i * AOTC_SGEMM_NR + v * AOTC_VW, acc[i][v], AOTC_VW);
+  }
+  if (pc + kc < K) return;
+  for (c = 0; c < cols; c++) {   /* each channel's run of pixels read down its column */
+    const int64_t at = (c0 + c) * out_px + pixel;
+    for (i = 0; i < rows; i++) {
+      float sum = sums[i * AOTC_SGEMM_NR + c];
+      if (a->bias) sum += a->bias[c0 + c];
+      if (a->residual) sum += a->residual[at + i];
+      a->y[at + i] = AOTC_CANON_F32(sum);
+    }
+    aotc_activation_apply(a->act, a->y + at, rows);
+  }
+#else
+  if (pc + kc < K) {
+    AOTC_UNROLL(16)
+    for (i = 0; i < rows; i++) {
+      AOTC_UNROLL(32)
+      for (v = 0; v < AOTC_NV; v++) AOTC_V_STOREN(sums + i * AOTC_SGEMM_NR + v * AOTC_VW, acc[i][v], AOTC_VW);
+    }
+    return;
+  }
+  {   /* 16 channels at a time: their sums transposed, then each channel's run of pixels */
+    const int act_v = aotc_sgemm_act_in_registers_(a->act), fused = aotc_sgemm_act_all_in_registers_(a->act);
+    const __m512 lo = _mm512_set1_ps(a->act ? a->act->a : 0.0f);
+    const __m512 hi = _mm512_set1_ps(a->act ? a->act->b : 0.0f);
+    const __mmask16 m = aotc_v_mask_(rows);
+    AOTC_UNROLL(2)
+    for (v = 0; v < AOTC_NV; v++) {
+      __m512 r[16];
+      AOTC_UNROLL(16)
+      for (i = 0; i < 16; i++) r[i] = i < rows ? acc[i][v] : _mm512_setzero_ps();
+      aotc_v_transpose16_(r);
+      for (c = 0; c < 16 && v * 16 + c < cols; c++) {
+        const int64_t at = (c0 + v * 16 + c) * out_px + pixel;
+        __m512 sum = r[c];
+        if (a->bias) sum = _mm512_add_ps(sum, _mm512_set1_ps(a->bias[c0 + v * 16 + c]));
+        if (a->residual) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(m, a->residual + at));
+        sum = aotc_sgemm_act_v_(AOTC_V_FINISH(sum), act_v, lo, hi);
+        _mm512_mask_storeu_ps(a->y + at, m, sum);
+        if (!fused) aotc_activation_apply(a->act, a->y + at, rows);
+      }
+    }
+  }
+#endif
+}
+
+typedef void (*aotc_conv_pixels_tile_fn_)(const aotc_conv_pixels_args_ *a, const float *src, int64_t s,
+                                          int64_t pc, float *sums, int64_t pixel);
+#define AOTC_CONV_PIXELS_TILE_(R)                                                                  \
+  AOTC_NOINLINE void aotc_conv_pixels_tile_##R##_(const aotc_conv_pixels_args_ *a, const float *src, \
+                                                   int64_t s, int64_t pc, float *sums, int64_t pixel) { \
+    aotc_conv_pixels_tile_body_(R, a, src, s, pc, sums, pixel);                                    \
+  }
+AOTC_SGEMM_EACH_ROWS_(AOTC_CONV_PIXELS_TILE_)
+#define AOTC_CONV_PIXELS_TILE_NAME_(R) aotc_conv_pixels_tile_##R##_,
+
+/* Task t: its strips one by one, each over its pixel groups a chunk at a time (with
+ * all of K per tile instead, a strip's weights and a stride-2 conv's planes outgrew
+ * L2 between the tiles that read them). */
+AOTC_FN void aotc_conv_pixels_task_(void *arg, int64_t t) {
+  static const aotc_conv_pixels_tile_fn_ tiles[] = {AOTC_SGEMM_EACH_ROWS_(AOTC_CONV_PIXELS_TILE_NAME_)};
+  const aotc_conv_pixels_args_ *a = (const aotc_conv_pixels_args_ *)arg;
+  const aotc_conv_geom *g = a->ph.g;
+  const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2];
+  const int64_t g0 = t % a->group_tasks * a->groups_per_task, s0 = t / a->group_tasks * a->strips_per_task;
+  const int64_t g1 = AOTC_MIN(g0 + a->groups_per_task, a->groups);
+  const int64_t s1 = AOTC_MIN(s0 + a->strips_per_task, a->strips);
+  float sums[AOTC_CONV_PIXELS_CHUNK * AOTC_SGEMM_MR * AOTC_SGEMM_NR] AOTC_ALIGNED(64);
+  int64_t s, gc, gi, pc;
+  for (s = s0; s < s1; s++)
+    for (gc = g0; gc < g1; gc += AOTC_CONV_PIXELS_CHUNK)
+      for (pc = 0; pc < K; pc += AOTC_SGEMM_KC)
+        for (gi = gc; gi < AOTC_MIN(gc + AOTC_CONV_PIXELS_CHUNK, g1); gi++) {
+          int64_t oh, ow0, rows;
+          aotc_conv_pixels_group_(a, gi, &oh, &ow0, &rows);
+          tiles[rows - 1](a, a->ph.xp + oh * a->ph.wq + ow0, s, pc,
+                          sums + (gi - gc) * AOTC_SGEMM_MR * AOTC_SGEMM_NR, oh * g->out[2] + ow0);
+        }
+}
+
+/* The fixed split of g's tiles: where the weights outweigh the phase planes, a task is
+ * one strip over all the pixels, so each strip comes from memory once; otherwise a run
+ * of pixel groups over all the strips, the weights coming again from L2. */
+AOTC_FN void aotc_conv_pixels_split_(const aotc_conv_geom *g, aotc_conv_pixels_args_ *a) {
+  const int64_t weights = g->cin_g * g->kernel[1] * g->kernel[2] * g->cout_g;
+  a->per_row = aotc_sgemm_div_up_(g->out[2], AOTC_SGEMM_MR);
+  a->groups = g->out[1] * a->per_row;
+  a->strips = aotc_sgemm_div_up_(g->cout_g, AOTC_SGEMM_NR);
+  if (weights >= aotc_conv_planes_floats_(g, &a->ph)) {
+    a->groups_per_task = a->groups;
+    a->strips_per_task = 1;
+  } else {
+    a->groups_per_task = aotc_sgemm_div_up_(a->groups, AOTC_CONV_PIXELS_MIN_TASKS);
+    a->strips_per_task = a->strips;
+  }
+  a->group_tasks = aotc_sgemm_div_up_(a->groups, a->groups_per_task);
+}
+
+/* Scratch: the phase planes, then the K tap offsets; each 64-byte aligned. */
+AOTC_FN size_t aotc_conv_pixels_scratch_bytes(const aotc_conv_geom *g) {
+  aotc_conv_implicit_args_ a;
+  aotc_conv_implicit_shape_(g, &a);
+  return aotc_conv_implicit_bytes_(aotc_conv_planes_floats_(g, &a)) +
+         aotc_conv_implicit_bytes_(2 * g->cin_g * g->kernel[1] * g->kernel[2]);
+}
+
+AOTC_ENGINE_FN void aotc_conv_pixels(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
+                                     const float *w, const float *bias, const float *residual,
+                                     float *y, const aotc_activation *act, unsigned char *scratch) {
+  aotc_conv_pixels_args_ a;
+  int64_t n, grp, *koff;
+  memset(&a, 0, sizeof a);
+  aotc_conv_implicit_shape_(g, &a.ph);
+  a.ph.g = g;
+  a.ph.xp = (float *)(void *)scratch;
+  koff = (int64_t *)(void *)(scratch + aotc_conv_implicit_bytes_(aotc_conv_planes_floats_(g, &a.ph)));
+  aotc_conv_tap_offsets_(g, &a.ph, koff);
+  a.koff = koff;
+  a.act = act;
+  aotc_conv_pixels_split_(g, &a);
+  for (n = 0; n < g->batch; n++)
+    for (grp = 0; grp < g->group; grp++) {
+      a.ph.x = x + aotc_conv_x_at_(g, n, grp);
+      a.y = y + aotc_conv_y_at_(g, n, grp);
+      a.residual = residual ? residual + aotc_conv_y_at_(g, n, grp) : NULL;
+      a.w = w + grp * aotc_sgemm_packed_b_floats(g->cout_g, g->cin_g * g->kernel[1] * g->kernel[2]);
+      a.bias = bias ? bias + grp * g->cout_g : NULL;
+      aotc_parallel_for(pool, g->cin_g + 1, aotc_conv_phases_task_, &a.ph);
+      aotc_parallel_for(pool, a.group_tasks * aotc_sgemm_div_up_(a.strips, a.strips_per_task),
+                        aotc_conv_pixels_task_, &a);
     }
 }
 

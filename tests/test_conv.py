@@ -1,7 +1,7 @@
 """Conv against onnxruntime: 1-D, 2-D and 3-D, groups, strides, dilations, pads and
-auto_pad, bias, and the five kernels (pointwise GEMM, direct depthwise, implicit GEMM over
-phase planes, im2col, and "rows": output pixels as GEMM rows against compile-time packed
-weights)."""
+auto_pad, bias, and the six kernels (pointwise GEMM, direct depthwise, implicit GEMM over
+phase planes, "pixels": output pixels over the same planes against compile-time packed
+weights, im2col, and "rows": output pixels as GEMM rows against those weights)."""
 import subprocess
 
 import numpy as np
@@ -54,7 +54,7 @@ def kernel_used(tmp_path, model):
     """Which conv kernel the generated C calls (exactly one conv node in the model)."""
     sess = aotc.compile(model, out_dir=tmp_path, name="convk")
     code = (tmp_path / "convk.c").read_text()
-    kinds = [k for k in ("pointwise", "direct", "implicit", "im2col", "rows") if f"aotc_conv_{k}(" in code]
+    kinds = [k for k in ("pointwise", "direct", "implicit", "pixels", "im2col", "rows") if f"aotc_conv_{k}(" in code]
     assert len(kinds) == 1, kinds
     return kinds[0], sess
 
@@ -152,21 +152,30 @@ def test_im2col_cut_into_ragged_column_blocks():
     check((1, 64, 1, 40, 40), (8, 64, 1, 3, 3), pads=[0, 1, 1, 0, 1, 1], dilations=[2, 1, 1])
 
 
-def test_implicit_kernel_strides_phases_and_several_k_blocks():
+@pytest.mark.parametrize("kernel", ["pixels", "implicit"])
+def test_phase_plane_kernels_strides_phases_and_several_k_blocks(kernel, request):
     # K = 30 * 5 * 4 = 600: three K-blocks; strides 2 and 3 read 2 x 3 phase planes,
-    # stride 4 across a 3-wide kernel reads 3 of its 4; wide pads; ragged panels and strips
+    # stride 4 across a 3-wide kernel reads 3 of its 4; wide pads; ragged panels and
+    # strips (pixels: rows of 7 to 10 output pixels, each cut in one tile; 19 and 33
+    # channels, strips of 32 with padding)
+    if kernel == "implicit":
+        request.getfixturevalue("without_pixels_kernel")
     check_many((2, 30, 23, 29), [((19, 30, 5, 4), True, {"strides": [2, 3], "pads": [2, 1, 3, 2]}),
                                  ((33, 30, 3, 3), False, {"strides": [1, 4], "pads": [1, 2, 0, 1]}),
                                  ((7, 30, 2, 2), True, {"strides": [3, 3]})])
 
 
-def test_implicit_and_im2col_give_the_same_bits_in_exact_mode():
-    # the same conv as 2-D (implicit) and as 3-D of depth 1 with a depth dilation (im2col)
+def test_pixels_implicit_and_im2col_give_the_same_bits_in_exact_mode(request):
+    # the same conv as 2-D (pixels, then implicit) and as 3-D of depth 1 with a depth
+    # dilation (im2col)
     x = random((2, 12, 33, 31))
     w = random((10, 12, 3, 4), seed=3, low=-0.5, high=0.5)
     b = random((10,), seed=4)
     outputs = []
-    for depth in (False, True):
+    for kind in ("pixels", "implicit", "im2col"):
+        depth = kind == "im2col"
+        if kind == "implicit":
+            request.getfixturevalue("without_pixels_kernel")
         shape = (2, 12, 1, 33, 31) if depth else x.shape
         attrs = {"strides": [1, 2, 1] if depth else [2, 1],
                  "pads": [0, 1, 2, 0, 0, 1] if depth else [1, 2, 0, 1]}
@@ -175,12 +184,11 @@ def test_implicit_and_im2col_give_the_same_bits_in_exact_mode():
         model = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)],
                            [("x", np.float32, shape)], [("y", np.float32, None)],
                            {"w": w[:, :, None] if depth else w, "b": b})
-        kind = "im2col" if depth else "implicit"
         sess = aotc.compile(model, mode="exact", threads=2)
         assert f"aotc_conv_{kind}(" in open(f"{sess.out_dir}/{sess.name}.c").read()
         y = sess.run({"x": x.reshape(shape)})["y"]
         outputs.append(y[:, :, 0] if depth else y)
-    assert outputs[0].tobytes() == outputs[1].tobytes()
+    assert outputs[0].tobytes() == outputs[1].tobytes() == outputs[2].tobytes()
 
 
 def test_mobilenet_pad_then_depthwise_stride_2():
@@ -207,14 +215,14 @@ def test_weights_as_run_time_input():
 
 # ---- the rows kernel (deep layers: few pixels, many weights) ---------------------------
 
-def test_rows_kernel_pointwise_strided_grouped_and_batched():
+def test_rows_kernel_pointwise_strided_grouped_and_batched(without_pixels_kernel):
     check_many((2, 64, 6, 7), [((40, 64, 1, 1), True, {}),                       # reads X itself
                                ((20, 32, 3, 3), True, {"group": 2, "pads": [1, 1, 1, 1]}),
                                ((24, 64, 3, 3), False, {"strides": [2, 2], "pads": [0, 1, 1, 0]}),
                                ((16, 64, 1, 1), True, {"strides": [2, 2]})])
 
 
-def test_rows_kernel_cut_into_ragged_pixel_tiles():
+def test_rows_kernel_cut_into_ragged_pixel_tiles(without_pixels_kernel):
     # More pixels than channels: the GEMM unfolds panel by panel, and the product tiles
     # (784 pixels x 700 channels) are cut to fit scratch, the last one ragged
     check((1, 256, 28, 28), (700, 256, 3, 3), pads=[1, 1, 1, 1])
@@ -239,14 +247,17 @@ def test_rows_kernel_with_run_time_weights():
     ((1, 40, 20, 20), (8, 40, 1, 1), {"strides": [2, 2]}, "implicit"),
     ((1, 40, 9, 9), (8, 40, 1, 1), {"pads": [0, 0, 1, 0]}, "implicit"),
     ((1, 6, 9, 9), (6, 1, 3, 3), {"group": 6}, "direct"),
-    ((1, 6, 9, 9), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}, "implicit"),
+    # 2-D, wider than 1x1, weights known and at most PIXELS_MAX_WEIGHT_BYTES: pixels
+    ((1, 6, 9, 9), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
+    ((1, 6, 9, 9), (8, 6, 5, 5), {"strides": [2, 2]}, "pixels"),
+    ((1, 3, 32, 32), (8, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "pixels"),
+    # larger weights (1.4 MB): channels as rows, or pixels as rows where K >= pixels
+    ((1, 128, 40, 40), (300, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "implicit"),
+    ((1, 128, 6, 6), (300, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "rows"),
     ((1, 6, 20, 20), (8, 6, 3, 3), {"dilations": [2, 2]}, "im2col"),
     ((1, 4, 4, 12, 12), (8, 4, 3, 3, 3), {}, "im2col"),
-    # more weights per output channel (K) than output pixels: pixels become the rows
-    ((1, 6, 9, 9), (8, 6, 5, 5), {"strides": [2, 2]}, "rows"),
+    # 1x1 with more weights per output channel (K) than output pixels: pixels as rows
     ((1, 48, 5, 7), (8, 48, 1, 1), {}, "rows"),
-    # a stem (short K) goes by the same rule: channels as rows
-    ((1, 3, 32, 32), (8, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "implicit"),
     ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "implicit"),
 ])
 def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):
@@ -259,13 +270,15 @@ def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):
 
 
 @pytest.mark.parametrize("x_shape, w_shape, attrs", [
-    ((2, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),     # pixels, tasks of pixel rows
     ((1, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1], "dilations": [2, 2]}),   # im2col
     ((2, 3, 64, 64), (16, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
+    ((1, 256, 14, 14), (72, 256, 3, 3), {"pads": [1, 1, 1, 1]}),   # pixels, tasks of strips
+    ((1, 128, 40, 40), (300, 128, 3, 3), {"pads": [1, 1, 1, 1]}),  # implicit
     ((2, 32, 56, 56), (64, 32, 1, 1), {}),
     ((2, 32, 57, 57), (32, 1, 3, 3), {"group": 32, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
-    ((1, 256, 14, 14), (72, 256, 3, 3), {"pads": [1, 1, 1, 1]}),      # rows, unfolded by panel
-    ((1, 256, 7, 7), (72, 256, 3, 3), {"pads": [1, 1, 1, 1]}),        # rows, unfolded tile stored
+    ((1, 256, 14, 14), (150, 256, 3, 3), {"pads": [1, 1, 1, 1]}),     # rows, unfolded by panel
+    ((1, 256, 7, 7), (150, 256, 3, 3), {"pads": [1, 1, 1, 1]}),       # rows, unfolded tile stored
 ])
 def test_bit_identical_across_thread_counts(x_shape, w_shape, attrs):
     model = conv_model(x_shape, w_shape, **attrs)
@@ -461,7 +474,8 @@ def test_fused_conv_with_residual_matches_conv_add_relu():
         aotc.compile(bad)
 
 
-def test_simd_kernels_run_clean_under_sanitizers(tmp_path):
+@pytest.mark.parametrize("pixels", [True, False])
+def test_simd_kernels_run_clean_under_sanitizers(tmp_path, pixels, request):
     """The native path's kernels that read whole vectors near the ends of rows and
     planes: on AVX-512 by masked loads (the masked lanes are never touched), the flat
     depthwise kernel and the rows kernel's unfolding; on AVX2 the depthwise kernels over
@@ -470,8 +484,11 @@ def test_simd_kernels_run_clean_under_sanitizers(tmp_path):
     images).
     Register and stored activations, odd pads, stride 2 with phase planes wider than the
     output too, planes smaller than a vector; clean under AddressSanitizer and UBSan.
-    The other sanitizer tests build the generic path."""
+    The other sanitizer tests build the generic path. The 2-D convs go to the pixels
+    kernel (its masked loads and stores of runs of pixels), or else to the rows one."""
     from aotc import build
+    if not pixels:
+        request.getfixturevalue("without_pixels_kernel")
     target = build.resolve_target("native")
     if target == "generic":
         pytest.skip("needs a machine with AVX2 or AVX-512")
@@ -494,7 +511,7 @@ def test_simd_kernels_run_clean_under_sanitizers(tmp_path):
         outputs.append((f"y{i}", np.float32, None))
     model = make_model(nodes, [(f"x{i}", np.float32, case[0]) for i, case in enumerate(cases)], outputs, inits)
     sess = aotc.compile(model, out_dir=tmp_path, name="simdsan")
-    assert "aotc_conv_rows(" in (tmp_path / "simdsan.c").read_text()
+    assert f"aotc_conv_{'pixels' if pixels else 'rows'}(" in (tmp_path / "simdsan.c").read_text()
     flags = [f for f in build.c_flags(target, "fast") if not f.startswith("-O")]
     assert run_sanitized(tmp_path, sess.name, flags).split()[0] == "y0"
 
@@ -596,12 +613,15 @@ def test_depthwise_bands_and_lanes_give_the_row_kernels_bits_and_skip_non_finite
 
 # ---- exact mode ---------------------------------------------------------------------
 
-def test_exact_mode_gives_the_same_bits_on_every_path_with_canonical_nans():
-    """Every kernel (the depthwise ones: flat planes (AVX-512) and row by row; pointwise; im2col;
-    rows; with a fused Sigmoid), float16 and double, in exact mode: the same bits on
-    the generic path with 1 thread and the native path with 2, and each NaN made of
-    +inf and -inf in one window written as 0x7FC00000."""
+@pytest.mark.parametrize("pixels", [True, False])
+def test_exact_mode_gives_the_same_bits_on_every_path_with_canonical_nans(pixels, request):
+    """Every kernel (the depthwise ones: flat planes (AVX-512) and row by row; pointwise;
+    pixels, or else implicit and rows; im2col; with a fused Sigmoid), float16 and double,
+    in exact mode: the same bits on the generic path with 1 thread and the native path
+    with 2, and each NaN made of +inf and -inf in one window written as 0x7FC00000."""
     from aotc import build
+    if not pixels:
+        request.getfixturevalue("without_pixels_kernel")
     n = helper.make_node
     convs = [((8, 1, 3, 3), dict(group=8, pads=[1, 1, 1, 1])),
              ((8, 1, 3, 3), dict(group=8, pads=[1, 1, 1, 1], strides=[1, 2])),

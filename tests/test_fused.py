@@ -309,7 +309,17 @@ RESIDUAL_CONVS = {   # X shape, W shape, attributes: every kernel the shape sele
     "depthwise": ((1, 12, 13, 10), (12, 1, 3, 3), {"group": 12, "pads": [1, 1, 1, 1]}),
     "one-output-channel": ((1, 3, 7, 9), (1, 3, 3, 3), {"pads": [1, 1, 1, 1]}),
     "pointwise-one-output-channel": ((1, 8, 5, 7), (1, 8, 1, 1), {}),   # the M = 1 path
+    "pixels": ((2, 6, 13, 10), (10, 6, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "pixels-k-past-a-block": ((1, 40, 20, 21), (12, 40, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "pixels-tasks-of-strips": ((1, 64, 5, 6), (40, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
 }
+# The kinds whose shapes the pixels kernel takes unless told not to (weights known here)
+WITHOUT_PIXELS = {"implicit", "implicit-k-past-a-block", "implicit-in-row", "rows", "one-output-channel"}
+
+
+def _select_kernel(kind, request):
+    if kind in WITHOUT_PIXELS:
+        request.getfixturevalue("without_pixels_kernel")
 
 
 def _residual_model(kind, activation="Relu", residual_first=False, residual_shape=None,
@@ -333,9 +343,10 @@ def _residual_model(kind, activation="Relu", residual_first=False, residual_shap
 
 
 @pytest.mark.parametrize("kind", list(RESIDUAL_CONVS))
-def test_residual_add_goes_into_every_conv_kernel(kind):
+def test_residual_add_goes_into_every_conv_kernel(kind, request):
     """Conv -> Add -> Relu becomes one FusedConv on each kernel: onnxruntime's values,
     and the bits of the unfused graph in fast and exact mode on 1 and 2 threads."""
+    _select_kernel(kind, request)
     model, feeds = _residual_model(kind, residual_first=kind == "implicit")
     want = run_ort(model, feeds)["y"]
     for mode in ("fast", "exact"):
@@ -362,10 +373,11 @@ def _residual_and_y_offsets(c_file):
 
 
 @pytest.mark.parametrize("kind", list(RESIDUAL_CONVS))
-def test_a_residual_dying_at_the_conv_gives_y_its_storage(kind, tmp_path):
+def test_a_residual_dying_at_the_conv_gives_y_its_storage(kind, tmp_path, request):
     """A residual made in the workspace and read last by the fused conv becomes its
     output's storage on the kernels that allow it (and only there), with onnxruntime's
     values and the unfused graph's bits in fast and exact mode on 1 and 2 threads."""
+    _select_kernel(kind, request)
     x_shape, w_shape, attrs = RESIDUAL_CONVS[kind]
     model, feeds = _residual_model(kind)
     c_shape = list(run_ort(model, feeds)["y"].shape)

@@ -6,6 +6,10 @@ output directly in double (aotc_conv_f64).
 
 The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
 - "direct" when every group has one input channel (depthwise);
+- "pixels" for undilated 2-D convs wider than 1x1 whose weights are known here and fit
+  PIXELS_MAX_WEIGHT_BYTES: tiles of output pixels read the unfolded matrix where it
+  lies, in zero-bordered phase planes of X, against W^T packed here, and store the
+  output transposed from registers;
 - "rows" when the weights outweigh the output pixels (K >= pixels: the deep layers):
   output pixels are the GEMM's rows and W^T, packed here at compile time, its B; each
   pixel tile is unfolded panel by panel as the GEMM goes (or, with fewer pixels than
@@ -36,6 +40,10 @@ IM2COL_BUDGET_BYTES = 2 << 20     # the unfolded block: about L2-sized
 BLOCK_COLUMN_MULTIPLE = 256       # a cut block is a whole number of GEMM column blocks
 ROW_TILE_MULTIPLE = 96            # a cut pixel tile is a whole number of GEMM row blocks
 ROWS_WEIGHT_RATIO = 1.0           # see ConvGeometry.rows_pay_off
+# The pixels kernel streams each strip of the weights past its pixel tiles: with the
+# weights in L2 (ResNet-50's 3x3 convs at 56x56 and 28x28) 0.92-0.95x the time of the
+# implicit and rows kernels; past it (the 14x14 and 7x7 stages, 2.4 and 9.4 MB) 1.03-1.26x.
+PIXELS_MAX_WEIGHT_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class ConvGeometry:
     strides: tuple
     dilations: tuple
     pads_begin: tuple
+    const_weights: bool = False
 
     @property
     def k(self):
@@ -70,11 +79,20 @@ class ConvGeometry:
     def kind(self):
         if self.cin_g == 1:
             return "direct"
+        if self.pixels_fit:
+            return "pixels"
         if self.rows_pay_off():
             return "rows"
         if self.reads_x:
             return "pointwise"
         return "implicit" if self.implicit_fits else "im2col"
+
+    @property
+    def pixels_fit(self):
+        """2-D, undilated, wider than 1x1 (a 1x1 conv is a plain GEMM), with weights
+        known at compile time that fit PIXELS_MAX_WEIGHT_BYTES."""
+        return (self.const_weights and self.implicit_fits and self.kernel[1] * self.kernel[2] > 1
+                and 4 * self.k * self.cout_g <= PIXELS_MAX_WEIGHT_BYTES)
 
     @property
     def implicit_fits(self):
@@ -83,18 +101,27 @@ class ConvGeometry:
         return (self.in_dims[0] == 1 and self.out_dims[0] == 1 and self.kernel[0] == 1
                 and all(d == 1 for d in self.dilations))
 
-    def implicit_scratch(self):
-        """aotc_conv_implicit_scratch_bytes: the phase planes (+ 32 floats of slack),
-        then the GEMM's scratch for a 1x1 kernel, else the sums between K-blocks in rows
-        of a plane's width and the row offsets."""
-        from .matmul import KC, sgemm_scratch_bytes
+    def _phase_planes(self):
+        """(bytes of the phase planes of X with 32 floats of slack, a plane's width):
+        aotc_conv_planes_floats_."""
         (_, kh, kw), (_, sh, sw), (_, oh, ow) = self.kernel, self.strides, self.out_dims
         hq, wq = oh + (kh - 1) // sh, ow + (kw - 1) // sw
-        planes = _align(4 * (self.cin_g * min(sh, kh) * min(sw, kw) * hq * wq + 32))
-        if kh == kw == 1:   # a plain GEMM over the planes (aotc_conv_implicit_is_gemm_)
-            return planes + sgemm_scratch_bytes(self.cout_g, oh * ow, self.cin_g)
-        sums = self.cout_g * oh * wq if self.k > KC else 0
+        return _align(4 * (self.cin_g * min(sh, kh) * min(sw, kw) * hq * wq + 32)), wq
+
+    def implicit_scratch(self):
+        """aotc_conv_implicit_scratch_bytes: the phase planes, then the GEMM's scratch
+        for a 1x1 kernel, else the sums between K-blocks in rows of a plane's width and
+        the tap offsets."""
+        from .matmul import KC, sgemm_scratch_bytes
+        planes, wq = self._phase_planes()
+        if self.kernel[1] == self.kernel[2] == 1:   # a plain GEMM (aotc_conv_implicit_is_gemm_)
+            return planes + sgemm_scratch_bytes(self.cout_g, self.out_pixels, self.cin_g)
+        sums = self.cout_g * self.out_dims[1] * wq if self.k > KC else 0
         return planes + _align(4 * sums) + _align(8 * self.k)
+
+    def pixels_scratch(self):
+        """aotc_conv_pixels_scratch_bytes: the phase planes, then the tap offsets."""
+        return self._phase_planes()[0] + _align(8 * self.k)
 
     def rows_pay_off(self):
         """Pixels as GEMM rows (weights packed at compile time, the output transposed
@@ -232,7 +259,7 @@ def _geometry(ctx):
         return tuple([fill] * (MAX_SPATIAL - spatial) + [int(v) for v in values])
     return ConvGeometry(int(batch), group, int(cin_g), int(cout) // group, spatial,
                         lead(in_dims, 1), lead(out, 1), lead(kernel, 1), lead(strides, 1),
-                        lead(dilations, 1), lead(pads, 0))
+                        lead(dilations, 1), lead(pads, 0), _weights_const(ctx))
 
 
 def infer(ctx):
@@ -310,15 +337,16 @@ def residual_in_place(ctx):
     """The residual's storage may become Y's (FusedConv's in-place input) on the
     kernels that read each residual element before they write that element of Y: not
     the direct kernel (it adds the residual to the sums already in Y), nor a GEMM of
-    more than one K-block (partial sums in Y), the rows kernel aside (its sums are in
-    scratch). A residual dying here then costs no output lines of its own: one stream
-    of memory fewer for ResNet's expand convs (0.85-0.97x the time each, in the model)."""
+    more than one K-block (partial sums in Y), the rows and pixels kernels aside (their
+    sums are in scratch or registers). A residual dying here then costs no output lines
+    of its own: one stream of memory fewer for ResNet's expand convs (0.85-0.97x the
+    time each, in the model)."""
     if not _has_residual(ctx) or not _is_f32(ctx):
         return ()
     from .matmul import KC
     g = _geometry(ctx)
     kind = g.kind()
-    return (3,) if kind == "rows" or (kind != "direct" and g.k <= KC) else ()
+    return (3,) if kind in ("rows", "pixels") or (kind != "direct" and g.k <= KC) else ()
 
 
 def scratch(ctx):
@@ -345,6 +373,8 @@ def _f32_scratch(ctx, g):
         return sgemm_scratch_bytes(g.cout_g, g.out_pixels, g.cin_g)
     if kind == "implicit":
         return g.implicit_scratch()
+    if kind == "pixels":
+        return g.pixels_scratch()
     if kind == "im2col":
         block = g.block_columns()
         packed_block = _align(4 * g.k * ((block + NR - 1) // NR * NR))
@@ -400,6 +430,9 @@ def _f32_call(ctx, g, x, w, bias, y, act, scratch):
             packed = 0
         return (f"aotc_conv_rows({ctx.pool}, {g.c_literal()}, {g.row_tile()}, {x}, {w}, "
                 f"{packed}, {bias}, {residual}, {y}, {act}, {scratch});")
+    if kind == "pixels":
+        return (f"aotc_conv_pixels({ctx.pool}, {g.c_literal()}, {x}, {ctx.const(pack_weights(g, w))}, "
+                f"{bias}, {residual}, {y}, {act}, {scratch});")
     if isinstance(w, np.ndarray):
         w = ctx.x(1) if _is_f32(ctx) else ctx.const(np.asarray(w, np.float32))
     if kind == "direct":
