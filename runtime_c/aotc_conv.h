@@ -141,13 +141,12 @@ AOTC_ENGINE_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g
                                         const float *w, const float *bias, const float *residual,
                                         float *y, const aotc_activation *act, unsigned char *scratch) {
   int64_t pixels = aotc_conv_volume_(g->in), n, grp;
-  int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group;
   for (n = 0; n < g->batch; n++)
     for (grp = 0; grp < g->group; grp++) {
-      int64_t yoff = (n * cout + grp * g->cout_g) * pixels;
+      int64_t yoff = aotc_conv_y_at_(g, n, grp);
       const aotc_sgemm_extras extras = {NULL, NULL, residual ? residual + yoff : NULL};
       aotc_sgemm_run_(pool, g->cout_g, pixels, g->cin_g, w + grp * g->cout_g * g->cin_g, g->cin_g, 0,
-                      x + (n * cin + grp * g->cin_g) * pixels, pixels, 0, NULL, y + yoff, pixels,
+                      x + aotc_conv_x_at_(g, n, grp), pixels, 0, NULL, y + yoff, pixels,
                       bias ? bias + grp * g->cout_g : NULL, NULL, act, &extras, scratch);
     }
 }
@@ -1113,8 +1112,7 @@ AOTC_ENGINE_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, i
                                      const float *residual, float *y, const aotc_activation *act,
                                      unsigned char *scratch) {
   aotc_conv_im2col_args_ a;
-  int64_t in_px = aotc_conv_volume_(g->in), out_px = aotc_conv_volume_(g->out);
-  int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group, n, grp;
+  int64_t out_px = aotc_conv_volume_(g->out), n, grp;
   unsigned char *gemm_scratch = scratch + aotc_conv_im2col_bytes(g, block_cols);
   a.g = g;
   a.k = g->cin_g * aotc_conv_volume_(g->kernel);
@@ -1122,10 +1120,10 @@ AOTC_ENGINE_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, i
   for (n = 0; n < g->batch; n++)
     for (grp = 0; grp < g->group; grp++)
       for (a.first = 0; a.first < out_px; a.first += block_cols) {
-        int64_t yoff = (n * cout + grp * g->cout_g) * out_px + a.first;
+        int64_t yoff = aotc_conv_y_at_(g, n, grp) + a.first;
         a.ncols = AOTC_MIN(block_cols, out_px - a.first);
         a.strips = (a.ncols + AOTC_SGEMM_NR - 1) / AOTC_SGEMM_NR;
-        a.x = x + (n * cin + grp * g->cin_g) * in_px;
+        a.x = x + aotc_conv_x_at_(g, n, grp);
         aotc_parallel_for(pool, (a.k + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC *
                                     ((a.strips + AOTC_CONV_STRIP_GROUP - 1) / AOTC_CONV_STRIP_GROUP),
                           aotc_conv_im2col_panel_, &a);
@@ -1798,8 +1796,7 @@ AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int
                                    const float *residual, float *y, const aotc_activation *act,
                                    unsigned char *scratch) {
   int64_t in_px = aotc_conv_volume_(g->in), out_px = aotc_conv_volume_(g->out);
-  int64_t k = g->cin_g * aotc_conv_volume_(g->kernel);
-  int64_t cin = g->cin_g * g->group, cout = g->cout_g * g->group, n, grp;
+  int64_t k = g->cin_g * aotc_conv_volume_(g->kernel), n, grp;
   int reads_x = aotc_conv_rows_reads_x_(g);
   float *ctile = (float *)(void *)scratch;
   size_t ctile_bytes = aotc_conv_round64_((size_t)(tile * g->cout_g) * sizeof(float));
@@ -1818,9 +1815,9 @@ AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int
   s.act = act;
   for (n = 0; n < g->batch; n++)
     for (grp = 0; grp < g->group; grp++) {
-      const float *xg = x + (n * cin + grp * g->cin_g) * in_px;
+      const float *xg = x + aotc_conv_x_at_(g, n, grp);
       const float *bg = bias ? bias + grp * g->cout_g : NULL;
-      int64_t yoff = (n * cout + grp * g->cout_g) * out_px, first;
+      int64_t yoff = aotc_conv_y_at_(g, n, grp), first;
       for (first = 0; first < out_px; first += tile) {
         int64_t cols = AOTC_MIN(tile, out_px - first);
         const float *wg = w + grp * (w_packed ? aotc_sgemm_packed_b_floats(g->cout_g, k) : g->cout_g * k);
