@@ -123,6 +123,21 @@ AOTC_FN void aotc_conv_add_residual_(float *y, const float *s, const float *r, i
   aotc_activation_apply(act, y, n);
 }
 
+#if defined(AOTC_SGEMM_PATH_AVX512)
+/* One output channel's run of n <= 16 pixels at y from its sums: + its run of the
+ * residual (NULL: none), NaN canonical in exact mode, then the activation, Relu and
+ * Clip in registers, others after the store. The kernels that store transposed tiles
+ * (rows, pixels) end each channel's run here. */
+AOTC_INLINE_ALWAYS void aotc_conv_store_run_(float *y, __m512 sum, const float *residual, int64_t n,
+                                             const aotc_activation *act) {
+  const __mmask16 m = aotc_v_mask_(n);
+  const __m512 lo = _mm512_set1_ps(act ? act->a : 0.0f), hi = _mm512_set1_ps(act ? act->b : 0.0f);
+  if (residual) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(m, residual));
+  _mm512_mask_storeu_ps(y, m, aotc_sgemm_act_v_(AOTC_V_FINISH(sum), aotc_sgemm_act_in_registers_(act), lo, hi));
+  if (!aotc_sgemm_act_all_in_registers_(act)) aotc_activation_apply(act, y, n);
+}
+#endif
+
 /* The smallest o >= 0 with o * stride + offset >= bound (stride > 0). */
 AOTC_FN int64_t aotc_conv_first_at_least_(int64_t offset, int64_t stride, int64_t bound) {
   return offset >= bound ? 0 : (bound - offset + stride - 1) / stride;
@@ -1433,6 +1448,11 @@ typedef struct {
   int64_t groups_per_task, strips_per_task, group_tasks;
 } aotc_conv_pixels_args_;
 
+#if defined(AOTC_SGEMM_PATH_AVX512)
+#define AOTC_CONV_PIXELS_STORES_FROM_REGISTERS 1   /* the last block's tile, transposed */
+#else
+#define AOTC_CONV_PIXELS_STORES_FROM_REGISTERS 0   /* through its sums, channel by channel */
+#endif
 #define AOTC_CONV_PIXELS_CHUNK 8   /* pixel groups that take each K-block of a strip in turn */
 #define AOTC_CONV_PIXELS_MIN_TASKS 16
 
@@ -1479,13 +1499,16 @@ AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_c
       for (v = 0; v < AOTC_NV; v++) acc[i][v] = AOTC_V_MADD(av, bv[v], acc[i][v]);
     }
   }
-#if !defined(AOTC_SGEMM_PATH_AVX512)
-  AOTC_UNROLL(16)
-  for (i = 0; i < rows; i++) {   /* (on the last block too: the store reads them there) */
-    AOTC_UNROLL(32)
-    for (v = 0; v < AOTC_NV; v++) AOTC_V_STOREN(sums + i * AOTC_SGEMM_NR + v * AOTC_VW, acc[i][v], AOTC_VW);
+  /* the sums kept for the next K-block (and, off AVX-512, for the store below) */
+  if (pc + kc < K || !AOTC_CONV_PIXELS_STORES_FROM_REGISTERS) {
+    AOTC_UNROLL(16)
+    for (i = 0; i < rows; i++) {
+      AOTC_UNROLL(32)
+      for (v = 0; v < AOTC_NV; v++) AOTC_V_STOREN(sums + i * AOTC_SGEMM_NR + v * AOTC_VW, acc[i][v], AOTC_VW);
+    }
   }
   if (pc + kc < K) return;
+#if !defined(AOTC_SGEMM_PATH_AVX512)
   for (c = 0; c < cols; c++) {   /* each channel's run of pixels read down its column */
     const int64_t at = (c0 + c) * out_px + pixel;
     for (i = 0; i < rows; i++) {
@@ -1497,34 +1520,16 @@ AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_c
     aotc_activation_apply(a->act, a->y + at, rows);
   }
 #else
-  if (pc + kc < K) {
+  AOTC_UNROLL(2)
+  for (v = 0; v < AOTC_NV; v++) {   /* 16 channels at a time, their sums transposed */
+    __m512 r[16];
     AOTC_UNROLL(16)
-    for (i = 0; i < rows; i++) {
-      AOTC_UNROLL(32)
-      for (v = 0; v < AOTC_NV; v++) AOTC_V_STOREN(sums + i * AOTC_SGEMM_NR + v * AOTC_VW, acc[i][v], AOTC_VW);
-    }
-    return;
-  }
-  {   /* 16 channels at a time: their sums transposed, then each channel's run of pixels */
-    const int act_v = aotc_sgemm_act_in_registers_(a->act), fused = aotc_sgemm_act_all_in_registers_(a->act);
-    const __m512 lo = _mm512_set1_ps(a->act ? a->act->a : 0.0f);
-    const __m512 hi = _mm512_set1_ps(a->act ? a->act->b : 0.0f);
-    const __mmask16 m = aotc_v_mask_(rows);
-    AOTC_UNROLL(2)
-    for (v = 0; v < AOTC_NV; v++) {
-      __m512 r[16];
-      AOTC_UNROLL(16)
-      for (i = 0; i < 16; i++) r[i] = i < rows ? acc[i][v] : _mm512_setzero_ps();
-      aotc_v_transpose16_(r);
-      for (c = 0; c < 16 && v * 16 + c < cols; c++) {
-        const int64_t at = (c0 + v * 16 + c) * out_px + pixel;
-        __m512 sum = r[c];
-        if (a->bias) sum = _mm512_add_ps(sum, _mm512_set1_ps(a->bias[c0 + v * 16 + c]));
-        if (a->residual) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(m, a->residual + at));
-        sum = aotc_sgemm_act_v_(AOTC_V_FINISH(sum), act_v, lo, hi);
-        _mm512_mask_storeu_ps(a->y + at, m, sum);
-        if (!fused) aotc_activation_apply(a->act, a->y + at, rows);
-      }
+    for (i = 0; i < 16; i++) r[i] = i < rows ? acc[i][v] : _mm512_setzero_ps();
+    aotc_v_transpose16_(r);
+    for (c = 0; c < 16 && v * 16 + c < cols; c++) {
+      const int64_t at = (c0 + v * 16 + c) * out_px + pixel;
+      const __m512 sum = a->bias ? _mm512_add_ps(r[c], _mm512_set1_ps(a->bias[c0 + v * 16 + c])) : r[c];
+      aotc_conv_store_run_(a->y + at, sum, a->residual ? a->residual + at : NULL, rows, a->act);
     }
   }
 #endif
@@ -1743,11 +1748,6 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
   const aotc_conv_store_args_ *a = (const aotc_conv_store_args_ *)arg;
   int64_t c0 = t * AOTC_CONV_STORE_BLOCK, c1 = AOTC_MIN(c0 + AOTC_CONV_STORE_BLOCK, a->channels);
   int64_t i0, i, c;
-#if defined(AOTC_SGEMM_PATH_AVX512)
-  const int act_v = aotc_sgemm_act_in_registers_(a->act), fused = aotc_sgemm_act_all_in_registers_(a->act);
-  const __m512 lo = _mm512_set1_ps(a->act ? a->act->a : 0.0f);
-  const __m512 hi = _mm512_set1_ps(a->act ? a->act->b : 0.0f);
-#endif
   for (i0 = 0; i0 < a->cols; i0 += AOTC_CONV_STORE_BLOCK) {
     int64_t i1 = AOTC_MIN(i0 + AOTC_CONV_STORE_BLOCK, a->cols);
 #if defined(AOTC_SGEMM_PATH_AVX512)
@@ -1757,14 +1757,9 @@ AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
                          : _mm512_setzero_ps();
     aotc_v_transpose16_(r);
     if (a->residual) {   /* the add in registers, and the activation too where it can */
-      const __mmask16 m = aotc_v_mask_(i1 - i0);
-      for (c = c0; c < c1; c++) {
-        const int64_t at = c * a->pixels + i0;
-        const __m512 res = _mm512_maskz_loadu_ps(m, a->residual + at);
-        const __m512 sum = AOTC_V_FINISH(_mm512_add_ps(r[c - c0], res));
-        _mm512_mask_storeu_ps(a->y + at, m, fused ? aotc_sgemm_act_v_(sum, act_v, lo, hi) : sum);
-        if (!fused) aotc_activation_apply(a->act, a->y + at, i1 - i0);
-      }
+      for (c = c0; c < c1; c++)
+        aotc_conv_store_run_(a->y + c * a->pixels + i0, r[c - c0], a->residual + c * a->pixels + i0, i1 - i0,
+                             a->act);
       continue;
     }
     for (c = c0; c < c1; c++)
