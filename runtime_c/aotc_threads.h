@@ -74,11 +74,10 @@ typedef struct aotc_pool {
   pthread_cond_t wake, done;
   pthread_t workers[AOTC_MAX_THREADS];
   int nworkers, busy, sleeping;
-  /* One dispatch: fn, arg and count are written before `ticket` announces it. */
+  /* One dispatch: fn, arg and next are written before `ticket` announces it. */
   aotc_task_fn fn;
   void *arg;
-  int64_t count;
-  /* Read and written atomically: */
+  /* Read and written atomically (next: aotc_pool_claim_): */
   int64_t stop, next, finished;
   /* generation << 32 | AOTC_POOL_CLOSED_ | workers that joined. A worker joins only an
    * open dispatch of the generation it saw; the caller closes it once it has drained
@@ -166,9 +165,24 @@ AOTC_FN int aotc_pool_finished_(aotc_pool *p, int64_t joined) {
   return AOTC_POOL_LOAD_(p, finished) >= joined;
 }
 
-AOTC_FN void aotc_pool_drain_(aotc_pool *p, aotc_task_fn fn, void *arg, int64_t count) {
+/* The next piece of the dispatch, -1 when none is left: `next` holds front << 32 | back,
+ * the pieces not yet taken. The caller takes them from the front, the workers from the
+ * back, so at two threads each thread works the same end of every step and mostly reads
+ * what it wrote the step before from its own core's cache (MobileNetV2 and ResNet-50 at
+ * two threads took 0.88x and 0.95x the time of pieces taken in turn from the front). */
+AOTC_FN int64_t aotc_pool_claim_(aotc_pool *p, int from_back) {
+  int64_t r = AOTC_POOL_LOAD_(p, next);
+  for (;;) {
+    const int64_t front = r >> 32, back = r & 0xFFFFFFFF;
+    if (front >= back) return -1;
+    if (AOTC_POOL_CAS_(p, next, r, from_back ? r - 1 : r + ((int64_t)1 << 32)))
+      return from_back ? back - 1 : front;
+  }
+}
+
+AOTC_FN void aotc_pool_drain_(aotc_pool *p, aotc_task_fn fn, void *arg, int from_back) {
   int64_t i;
-  while ((i = AOTC_POOL_ADD_(p, next, 1)) < count) fn(arg, i);
+  while ((i = aotc_pool_claim_(p, from_back)) >= 0) fn(arg, i);
 }
 
 /* Join the dispatch of `generation` if it is still open. */
@@ -199,7 +213,7 @@ AOTC_FN void *aotc_pool_worker_(void *self) {
     cpu = AOTC_POOL_LOAD_(p, caller_cpu);
     if (cpu >= 0 && AOTC_POOL_CPU_() == cpu) aotc_pool_leave_cpu_((int)cpu, p->nworkers + 1);
     if (!aotc_pool_join_(p, g)) continue;   /* the caller finished it alone */
-    aotc_pool_drain_(p, p->fn, p->arg, p->count);
+    aotc_pool_drain_(p, p->fn, p->arg, 1);
     AOTC_POOL_ADD_(p, finished, 1);
     pthread_mutex_lock(&p->lock);
     pthread_cond_broadcast(&p->done);
@@ -239,16 +253,15 @@ AOTC_FN int aotc_pool_threads(aotc_pool *p) { return p->nworkers + 1; }
 AOTC_FN void aotc_parallel_for(aotc_pool *p, int64_t count, aotc_task_fn fn, void *arg) {
   int64_t i, joined;
   int woke;
-  if (count > 1 && p->nworkers > 0) {
+  if (count > 1 && count <= 0x7FFFFFFF && p->nworkers > 0) {   /* (next holds 32-bit ends) */
     pthread_mutex_lock(&p->lock);
     if (!p->busy) {
       int64_t generation = (AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket)) + 1) & 0x7FFFFFFF;
       p->busy = 1;
       p->fn = fn;
       p->arg = arg;
-      p->count = count;
       AOTC_POOL_STORE_(p, caller_cpu, AOTC_POOL_CPU_());
-      AOTC_POOL_STORE_(p, next, 0);
+      AOTC_POOL_STORE_(p, next, count);   /* front 0, back count */
       AOTC_POOL_STORE_(p, finished, 0);
       AOTC_POOL_STORE_(p, ticket, generation << 32);   /* publishes the above */
       woke = p->sleeping > 0;
@@ -257,7 +270,7 @@ AOTC_FN void aotc_parallel_for(aotc_pool *p, int64_t count, aotc_task_fn fn, voi
       /* A worker just woken may have been put on this core: let it run now, see the
        * dispatch and move off (else it waits for this thread's time slice to end). */
       if (woke) sched_yield();
-      aotc_pool_drain_(p, fn, arg, count);
+      aotc_pool_drain_(p, fn, arg, 0);
       joined = AOTC_POOL_OR_(p, ticket, AOTC_POOL_CLOSED_) & (AOTC_POOL_CLOSED_ - 1);
       aotc_pool_spin_(p, aotc_pool_finished_, joined);
       pthread_mutex_lock(&p->lock);
