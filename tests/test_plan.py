@@ -5,7 +5,9 @@ import pytest
 from onnx import helper
 
 import aotc
-from aotc.plan.memory import ALIGN, Slab
+from aotc.onnx_import import import_model
+from aotc.plan import make_plan
+from aotc.plan.memory import ALIGN, STAGGER, Slab
 from oracle import assert_matches_ort, make_model, random
 
 
@@ -44,7 +46,23 @@ def test_a_chain_of_in_place_operators_needs_one_block():
     sess = aotc.compile(_chain(10))
     block = 64 * 64 * 4
     assert sess.report["intermediate_bytes"] == 10 * block
-    assert sess.report["workspace_bytes"] == block
+    assert sess.report["workspace_bytes"] == block + STAGGER
+
+
+def test_values_sized_in_whole_pages_start_at_different_offsets_modulo_4k():
+    """A kernel that reads one value while writing another at the same offsets modulo
+    4 KiB stalls its loads on its stores: no step's input and output start so."""
+    w = random((64, 64))
+    nodes, prev = [], "x"
+    for i in range(6):
+        nodes.append(helper.make_node("MatMul", [prev, "w"], [f"v{i}"]))
+        prev = f"v{i}"
+    model = make_model(nodes, [("x", np.float32, (64, 64))], [(prev, np.float32, (64, 64))], {"w": w})
+    plan = make_plan(import_model(model))
+    pairs = [(v.offset, out.offset) for step in plan.steps for v in step.inputs for out in step.outputs
+             if v is not None and out is not None and v.storage == out.storage == "workspace"]
+    assert len(pairs) >= 4
+    assert all((a - b) % 4096 != 0 for a, b in pairs), pairs
 
 
 def _random_dag(seed, count=24, shape=(3, 5)):

@@ -4,6 +4,7 @@ import pytest
 from onnx import helper
 
 import aotc
+from aotc.plan.memory import STAGGER, align
 from oracle import assert_matches_ort, make_model, random
 
 
@@ -120,7 +121,7 @@ def test_views_share_storage_and_are_not_emitted():
                    {"a": np.array([0], np.int64), "s": np.array([6, 4], np.int64)})
     sess = aotc.compile(m)
     assert set(sess.report["nodes_after"]) == {"Relu", "Add"}
-    assert sess.report["workspace_bytes"] <= 128   # the views add no storage
+    assert sess.report["workspace_bytes"] <= align(4 * 6 * 4) + STAGGER   # one block: views add none
     assert_matches_ort(m, {"x": random((4, 6))})
 
 
