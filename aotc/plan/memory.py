@@ -10,12 +10,13 @@ from ..ops.base import in_place_inputs
 
 ALIGN = 64
 MAX_WORKSPACE = 2 << 30
-# Each block (a value's, a step's scratch) runs this far past its end, so that values whose sizes are
-# multiples of 4 KiB (most of a CNN's or a transformer's) do not all start at the same
-# offset modulo 4 KiB. A load whose address matches an earlier store's in those low
-# bits waits for it (4K aliasing): a kernel reading one such value while it writes
-# another at the same offsets stalls on every such pair. ResNet-50 took 0.95x the
-# time at one thread and 0.94x at two with the blocks so staggered, BERT-base 0.97x.
+# Each block (a value's, a step's scratch) runs this far past its end, so that values
+# whose sizes are multiples of 4 KiB (most of a CNN's or a transformer's) do not all
+# start at the same offset modulo 4 KiB. A load whose address matches an earlier
+# store's in those low bits waits for it (4K aliasing): a kernel reading one such value
+# while it writes another at the same offsets stalls on every such pair. ResNet-50
+# took 0.95x the time at one thread and 0.94x at two with the blocks so staggered,
+# BERT-base 0.97x.
 STAGGER = 64
 
 
@@ -93,13 +94,15 @@ def assign(steps, values, keep_alive):
                 dying.discard(donor)
                 out.offset = blocks[out.name][0]
             else:
-                out.offset = slab.alloc(out.type.nbytes + STAGGER)
-                blocks[out.name] = (out.offset, out.type.nbytes + STAGGER)
+                size = out.type.nbytes + STAGGER
+                out.offset = slab.alloc(size)
+                blocks[out.name] = (out.offset, size)
             if last_use.get(out.name, i) == i and out.name not in keep_alive:
                 dying.add(out.name)     # made and never read (an unused output)
         if step.scratch_bytes:
-            step.scratch_offset = slab.alloc(step.scratch_bytes + STAGGER)
-            slab.release(step.scratch_offset, step.scratch_bytes + STAGGER)
+            size = step.scratch_bytes + STAGGER
+            step.scratch_offset = slab.alloc(size)
+            slab.release(step.scratch_offset, size)
         for name in dying:
             if name in blocks:
                 slab.release(*blocks.pop(name))
