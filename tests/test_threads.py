@@ -1,6 +1,7 @@
 """The thread pool (runtime_c/aotc_threads.h) on its own: tests/c/pool_stress.c runs
 thousands of dispatches of every small size while the thread count changes and a
-second caller shares the pool; every piece must run exactly once per dispatch, also
+second caller shares the pool; every piece must run exactly once per dispatch, the
+caller's pieces before the workers' (so each thread keeps its end of every step), also
 under ThreadSanitizer, on the portable path (a mutex in place of atomics) and without
 the Linux calls that move a worker off the caller's core (tests/c/pool_leave_cpu.c
 checks that move)."""
