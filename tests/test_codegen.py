@@ -3,6 +3,7 @@ import os
 import shutil
 import subprocess
 
+import cffi
 import numpy as np
 import pytest
 from onnx import helper
@@ -96,6 +97,31 @@ int main(void) {
 def _runtime_includes(source):
     return [line.split("/")[-1].rstrip('"') for line in source.splitlines()
             if line.startswith('#include "aotc_runtime/')]
+
+
+def test_runs_read_the_weights_where_use_weights_points(tmp_path):
+    """<name>_use_weights: a model's weights may move (to faster memory, or loaded from
+    storage); here to a copy with every weight doubled, which doubles a MatMul's output."""
+    w = random((40, 24), seed=1)
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", np.float32, (3, 40))],
+                       [("y", np.float32, (3, 24))], {"w": w})
+    sess = aotc.compile(model, out_dir=tmp_path, name="moved")
+    x = random((3, 40))
+    y = sess.run(x)
+    ffi = cffi.FFI()
+    ffi.cdef("const void *moved_weights_data(void); int moved_use_weights(const void *weights);")
+    lib = ffi.dlopen(str(tmp_path / "libmoved.so"))
+    nbytes = sess.report["weights_bytes"]
+    builtin = np.frombuffer(ffi.buffer(lib.moved_weights_data(), nbytes), np.float32)
+    doubled = np.empty(nbytes // 4 + 16, np.float32)
+    doubled = doubled[(-doubled.ctypes.data % 64) // 4:][:nbytes // 4]
+    doubled[:] = builtin * 2
+    assert lib.moved_use_weights(ffi.cast("void *", doubled.ctypes.data + 4)) == 1   # misaligned
+    np.testing.assert_array_equal(sess.run(x), y)
+    assert lib.moved_use_weights(ffi.cast("void *", doubled.ctypes.data)) == 0
+    np.testing.assert_array_equal(sess.run(x), 2 * y)
+    assert lib.moved_use_weights(ffi.NULL) == 0
+    np.testing.assert_array_equal(sess.run(x), y)
 
 
 def test_a_model_includes_only_the_runtime_headers_it_uses(tmp_path):

@@ -142,7 +142,7 @@ def generate(plan, name, out_dir, target, weights_form="incbin"):
             emitter.blob.write(f)
     else:
         with open(os.path.join(out_dir, f"{name}_weights.h"), "w") as f:
-            emitter.blob.write_c_initializer(f, f"{name}_weights")
+            emitter.blob.write_c_initializer(f, f"{name}_weights_builtin")
     shutil.copytree(resources.runtime_dir(), os.path.join(out_dir, "aotc_runtime"),
                     dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.md", "tests"))
     return {"inputs": context["inputs"], "outputs": context["outputs"],
