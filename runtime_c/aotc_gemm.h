@@ -124,11 +124,11 @@ AOTC_FN int aotc_sgemm_may_pack_a_(int64_t M, int64_t N) {
 
 /* ... and used when reading A in place would be slow: rows (or, transposed, columns)
  * whose stride is a multiple of 2 KiB, which share few L1 sets; or long rows that each
- * panel reads again for very many strips (a transformer's 768 -> 3072 product, 128 x
- * 3072 x 768: 0.966 and 0.974 of the time on Zen 4, paired; at N = 768, 1.008). A
- * transposed A is otherwise read in place too, its tile's rows side by side in each of
- * its rows: the pack cost ResNet-50's 1024 -> 256 pointwise conv at 14x14 (X^T as A)
- * 12% more. */
+ * panel reads again for very many strips (a transformer's 768 -> 3072 product: 128 x
+ * 3072 x 768 took 0.97-0.99 of the time on Zen 4, paired, at one and two threads; at
+ * N = 768 packing gained nothing, 1.008). A transposed A is otherwise read in place
+ * too, its tile's rows side by side in each of its rows: the pack cost ResNet-50's
+ * 1024 -> 256 pointwise conv at 14x14 (X^T as A) 12% more. */
 #define AOTC_SGEMM_PACK_A_LONG_K 512
 #define AOTC_SGEMM_PACK_A_MANY_N 2048
 AOTC_FN int aotc_sgemm_packs_a_(int64_t M, int64_t N, int64_t K, int64_t lda) {
