@@ -95,6 +95,7 @@ static int same_from_a_weights_copy(void *workspace, void **inputs, void **first
   int i, same = 1;
   if (posix_memalign(&copy, 64, MACRO(_WEIGHTS_BYTES) + 64) != 0) return 0;
   memcpy(copy, SYM(_weights_data)(), MACRO(_WEIGHTS_BYTES));
+  /* misaligned: 1, AOTC_ERR_ALIGNMENT (the model's header documents the codes by value) */
   if (SYM(_use_weights)((char *)copy + 4) != 1 || SYM(_use_weights)(copy) != 0) same = 0;
   for (i = 0; i < MACRO(_NUM_OUTPUTS); i++) again[i] = malloc(nbytes(&SYM(_outputs)[i]) + 1);
   if (same && SYM(_run_array)(workspace, (const void **)inputs, again) != 0) same = 0;
@@ -138,7 +139,8 @@ int main(int argc, char **argv) {
       printf("run failed: %d\n", rc);
       return 1;
     }
-    for (i = 0; i < MACRO(_NUM_OUTPUTS) && threads == 1; i++) memcpy(first[i], outputs[i], nbytes(&SYM(_outputs)[i]));
+    for (i = 0; i < MACRO(_NUM_OUTPUTS) && threads == 1; i++)
+      memcpy(first[i], outputs[i], nbytes(&SYM(_outputs)[i]));
   }
   if (from_files) {
     if (!transfer(argv[2], 1, SYM(_outputs), MACRO(_NUM_OUTPUTS), outputs)) {
