@@ -9,7 +9,9 @@
  *   aotc_conv_direct      one input channel per group (depthwise): direct loops,
  *                         parallel over blocks of channels or of output rows; 3x3
  *                         kernels on AVX-512 by masked vectors of 16 output columns,
- *                         on AVX2 by vectors of 8 over zero-bordered bands;
+ *                         on AVX2 by vectors of 8 over zero-bordered bands, and on
+ *                         small (AVX2) or small stride-2 (AVX-512) planes a channel
+ *                         to each lane;
  *   aotc_conv_implicit    2-D convs, channels as GEMM rows: the tiles read the unfolded
  *                         matrix where it lies, in zero-bordered phase planes of X;
  *   aotc_conv_pixels      2-D convs with weights known at compile time: tiles of output
@@ -179,7 +181,7 @@ typedef struct {
   const struct aotc_conv_flat_ *flat;   /* AVX-512 3x3 planes, NULL: row by row */
   const struct aotc_conv_s2_ *s2;       /* AVX-512 3x3 stride-2 rows, NULL: the row kernel */
   const struct aotc_conv_band_ *band;   /* 3x3 over zero-bordered bands, NULL: the row kernel */
-  const struct aotc_conv_lanes_ *lanes; /* 3x3 small planes, 8 channels at once, or NULL */
+  const struct aotc_conv_lanes_ *lanes; /* 3x3 small planes, AOTC_VW channels at once, or NULL */
 } aotc_conv_direct_args_;
 
 /* yrow[ow] += sum over kx in order of wx[kx] * src[ow * sw + kx * dw - pw], for the
@@ -380,7 +382,7 @@ typedef struct aotc_conv_flat_ {
 #define AOTC_CONV_FLAT_INNER_WIDTH 56
 
 /* Lanes [lo, hi) of 16, clipped. */
-AOTC_INLINE_ALWAYS __mmask16 aotc_conv_lanes_(int64_t lo, int64_t hi) {
+AOTC_INLINE_ALWAYS __mmask16 aotc_conv_lane_mask_(int64_t lo, int64_t hi) {
   lo = AOTC_MAX(lo, 0);
   hi = AOTC_MIN(hi, 16);
   return hi <= lo ? (__mmask16)0 : (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
@@ -393,12 +395,12 @@ AOTC_FN void aotc_conv_set_bits_(__mmask16 *words, int64_t lo, int64_t hi) {
   int64_t first = lo / 16, last = (hi - 1) / 16, i;
   if (hi <= lo) return;
   if (first == last) {
-    words[first] = (__mmask16)(words[first] | aotc_conv_lanes_(lo % 16, hi - 16 * first));
+    words[first] = (__mmask16)(words[first] | aotc_conv_lane_mask_(lo % 16, hi - 16 * first));
     return;
   }
-  words[first] = (__mmask16)(words[first] | aotc_conv_lanes_(lo % 16, 16));
+  words[first] = (__mmask16)(words[first] | aotc_conv_lane_mask_(lo % 16, 16));
   for (i = first + 1; i < last; i++) words[i] = (__mmask16)0xFFFF;
-  words[last] = (__mmask16)(words[last] | aotc_conv_lanes_(0, hi - 16 * last));
+  words[last] = (__mmask16)(words[last] | aotc_conv_lane_mask_(0, hi - 16 * last));
 }
 
 /* Plans the flat kernel for this shape; 0 when it does not apply. */
@@ -584,14 +586,14 @@ AOTC_FN int aotc_conv_s2_plan_(const aotc_conv_geom *g, aotc_conv_s2_ *s2) {
   for (kx = 0; kx < 3; kx++) {
     int64_t lo, hi;
     aotc_conv_valid_range_(kx - g->pad[2], 2, in_w, ow_n, &lo, &hi);
-    for (b = 0; b < s2->blocks; b++) s2->tap[b][kx] = aotc_conv_lanes_(lo - 16 * b, hi - 16 * b);
+    for (b = 0; b < s2->blocks; b++) s2->tap[b][kx] = aotc_conv_lane_mask_(lo - 16 * b, hi - 16 * b);
   }
   for (b = 0; b < s2->blocks; b++) {
     const int64_t base = 32 * b - g->pad[2];   /* input column of lane 0, tap kx = 0 */
     int w;
     for (w = 0; w < 4; w++) {   /* windows at base and base + 2, 16 + 16 columns each */
       const int64_t c = base + (w / 2) * 2 + (w % 2) * 16;
-      s2->load[b][w] = aotc_conv_lanes_(-c, in_w - c);
+      s2->load[b][w] = aotc_conv_lane_mask_(-c, in_w - c);
     }
   }
   return 1;
@@ -680,6 +682,15 @@ AOTC_NOINLINE void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s
   }
 }
 #endif
+
+/* Whether the sums over a zero-bordered copy (the band and lanes kernels) are the
+ * row kernel's for these weights: w * 0 adds nothing when w is finite. */
+AOTC_FN int aotc_conv_weights_finite_(const float *w, int64_t n) {
+  int64_t i;
+  int finite = 1;
+  for (i = 0; i < n; i++) finite &= w[i] - w[i] == 0.0f;   /* not inf or NaN */
+  return finite;
+}
 
 #if defined(AOTC_SGEMM_PATH_AVX2)
 /* ---- 3x3 depthwise, stride 1, over zero-bordered bands, AVX2: 8 pixels a vector ---- */
@@ -776,26 +787,27 @@ AOTC_FN void aotc_conv_band_rows_(const aotc_conv_geom *g, const aotc_conv_band_
   }
 }
 
-/* Whether the band kernel's sums are the row kernel's for these weights. */
-AOTC_FN int aotc_conv_band_weights_ok_(const float *w) {
-  int t;
-  for (t = 0; t < 9; t++)
-    if (!(w[t] - w[t] == 0.0f)) return 0;   /* inf or NaN */
-  return 1;
-}
+#endif
 
-/* ---- 3x3 depthwise, AVX2: 8 channels a vector --------------------------------------- */
+#if defined(AOTC_SGEMM_PATH_AVX2) || defined(AOTC_SGEMM_PATH_AVX512)
+/* ---- 3x3 depthwise, SIMD: a channel to each lane of a vector ------------------------- */
 
-/* Eight channels go together, one to a lane: the input rows a band of output rows
- * reads are transposed (8 x 8 blocks in registers) into one bordered buffer of pixels
- * of 8 floats, zeros in the padding; an output pixel is then nine vector products, one
- * per tap, at any stride, and eight output pixels are transposed back into the eight
- * output planes. No per-channel set-up, no ragged vectors, no even/odd split at stride
- * 2: planes of 7 to 28 columns and stride-2 planes ran 1.7-3x faster than in bands of
- * one channel (large stride-1 planes 10-20% slower: they stay in bands). Each lane sums the same products in
- * the same order as the row kernel (the padding adds w * 0: finite weights only, as in
- * the bands; a group with another weight goes channel by channel). */
+/* AOTC_VW channels go together, one to a lane: the input rows a band of output rows
+ * reads are transposed (blocks of AOTC_VW x AOTC_VW in registers) into one bordered
+ * buffer of pixels of AOTC_VW floats, zeros in the padding; an output pixel is then
+ * nine vector products, one per tap, at any stride, and AOTC_VW output pixels are
+ * transposed back into their channels' output planes. No per-channel set-up, no ragged
+ * vectors, no even/odd split at stride 2: on AVX2, planes of 7 to 28 columns and
+ * stride-2 planes ran 1.7-3x faster than in bands of one channel (large stride-1
+ * planes 10-20% slower: they stay in bands). On AVX-512 the transposes cost more than
+ * the flat kernel's masks but for stride-2 planes of few columns, whose phase planes
+ * are mostly set-up: MobileNetV2's 14 -> 7 conv (576 channels) took 0.74x the flat
+ * kernel's time and its 28 -> 14 one 0.93x; 56 -> 28 1.14x, 7x7 stride-1 planes 1.14x.
+ * Each lane sums the same products in the same order as the row kernel (the padding
+ * adds w * 0: a conv with a weight that is not finite goes channel by channel, as in
+ * the bands). */
 #define AOTC_CONV_LANES_FLOATS 8192   /* floats of the bordered buffer (on the stack) */
+#define AOTC_CONV_LANES_AVX512_MAX_WIDTH 14   /* output columns, at most, on AVX-512 */
 
 typedef struct aotc_conv_lanes_ {
   int64_t cols;        /* pixels of a buffer row: the input columns the taps read */
@@ -808,16 +820,19 @@ AOTC_FN int aotc_conv_lanes_plan_(const aotc_conv_geom *g, aotc_conv_lanes_ *l) 
         g->kernel[2] == 3 && g->dilation[1] == 1 && g->dilation[2] == 1))
     return 0;
   l->cols = (g->out[2] - 1) * g->stride[2] + 3;
-  if (3 * l->cols * 8 > AOTC_CONV_LANES_FLOATS) return 0;   /* one output row must fit */
-  l->band_rows = AOTC_MIN(g->out[1], (AOTC_CONV_LANES_FLOATS / (l->cols * 8) - 3) / g->stride[1] + 1);
+  if (3 * l->cols * AOTC_VW > AOTC_CONV_LANES_FLOATS) return 0;   /* one output row must fit */
+  l->band_rows =
+      AOTC_MIN(g->out[1], (AOTC_CONV_LANES_FLOATS / (l->cols * AOTC_VW) - 3) / g->stride[1] + 1);
   return 1;
 }
 
-/* The 8 x 8 block at src (row stride ss) transposed into dst (row stride ds). */
-AOTC_INLINE_ALWAYS void aotc_conv_transpose8_(const float *src, int64_t ss, float *dst, int64_t ds) {
-  __m256 r[8], t[8];
+/* r[i] <- lane i of each of r[0 .. AOTC_VW): the square block transposed. */
+AOTC_INLINE_ALWAYS void aotc_conv_lanes_transpose_(aotc_v_ *r) {
+#if defined(AOTC_SGEMM_PATH_AVX512)
+  aotc_v_transpose16_(r);
+#else
+  __m256 t[8];
   int i;
-  for (i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * ss);
   for (i = 0; i < 4; i++) {   /* pairs of rows interleaved, then quads, then 128-bit lanes */
     t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
@@ -829,12 +844,14 @@ AOTC_INLINE_ALWAYS void aotc_conv_transpose8_(const float *src, int64_t ss, floa
     r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
   }
   for (i = 0; i < 4; i++) {
-    _mm256_storeu_ps(dst + i * ds, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-    _mm256_storeu_ps(dst + (i + 4) * ds, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
   }
+  for (i = 0; i < 8; i++) r[i] = t[i];
+#endif
 }
 
-/* Buffer rows [0, rows) from input row iy0 on of the eight input planes `in`. */
+/* Buffer rows [0, rows) from input row iy0 on of the AOTC_VW input planes `in`. */
 AOTC_FN void aotc_conv_lanes_fill_(const aotc_conv_geom *g, const aotc_conv_lanes_ *l,
                                    const float *const *in, int64_t iy0, int64_t rows, float *buf) {
   const int64_t in_h = g->in[1], in_w = g->in[2], pl = g->pad[2];
@@ -843,77 +860,86 @@ AOTC_FN void aotc_conv_lanes_fill_(const aotc_conv_geom *g, const aotc_conv_lane
   int lane;
   for (r = 0; r < rows; r++) {
     const int64_t iy = iy0 + r;
-    float *row = buf + r * l->cols * 8;
+    float *row = buf + r * l->cols * AOTC_VW;
     if (iy < 0 || iy >= in_h) {
-      for (c = 0; c < l->cols; c++) _mm256_storeu_ps(row + c * 8, _mm256_setzero_ps());
+      for (c = 0; c < l->cols; c++) AOTC_V_STOREN(row + c * AOTC_VW, AOTC_V_ZERO(), AOTC_VW);
       continue;
     }
-    for (c = 0; c < pl; c++) _mm256_storeu_ps(row + c * 8, _mm256_setzero_ps());
-    for (c = pl + end; c < l->cols; c++) _mm256_storeu_ps(row + c * 8, _mm256_setzero_ps());
-    for (ix = 0; ix + 8 <= end; ix += 8) {
-      float blk[8][8] AOTC_ALIGNED(32);   /* [lane][column] */
-      for (lane = 0; lane < 8; lane++) _mm256_store_ps(blk[lane], _mm256_loadu_ps(in[lane] + iy * in_w + ix));
-      aotc_conv_transpose8_(blk[0], 8, row + (ix + pl) * 8, 8);
+    for (c = 0; c < pl; c++) AOTC_V_STOREN(row + c * AOTC_VW, AOTC_V_ZERO(), AOTC_VW);
+    for (c = pl + end; c < l->cols; c++) AOTC_V_STOREN(row + c * AOTC_VW, AOTC_V_ZERO(), AOTC_VW);
+    for (ix = 0; ix < end; ix += AOTC_VW) {   /* the last block ragged */
+      const int64_t n = AOTC_MIN(AOTC_VW, end - ix);
+      aotc_v_ v[AOTC_VW];
+      for (lane = 0; lane < AOTC_VW; lane++) v[lane] = AOTC_V_LOADN(in[lane] + iy * in_w + ix, n);
+      aotc_conv_lanes_transpose_(v);
+      for (c = 0; c < n; c++) AOTC_V_STOREN(row + (ix + pl + c) * AOTC_VW, v[c], AOTC_VW);
     }
-    for (; ix < end; ix++)
-      for (lane = 0; lane < 8; lane++) row[(ix + pl) * 8 + lane] = in[lane][iy * in_w + ix];
   }
 }
 
-/* Output channels [channel, channel + 8) (of any images), whole planes; 0 (nothing
- * done) when a weight is not finite. */
-AOTC_FN int aotc_conv_lanes_planes_(const aotc_conv_direct_args_ *a, int64_t channel) {
+/* Output channels [channel, channel + AOTC_VW) (of any images), whole planes. */
+AOTC_FN void aotc_conv_lanes_planes_(const aotc_conv_direct_args_ *a, int64_t channel) {
   const aotc_conv_geom *g = a->g;
   const aotc_conv_lanes_ *l = a->lanes;
   const int64_t cout = g->cout_g * g->group, oh_n = g->out[1], ow_n = g->out[2];
   const int64_t pixels = oh_n * ow_n, sh = g->stride[1], sw = g->stride[2];
   float buf[AOTC_CONV_LANES_FLOATS] AOTC_ALIGNED(64);
-  float wl[9][8] AOTC_ALIGNED(32), bl[8] AOTC_ALIGNED(32), res[8][8] AOTC_ALIGNED(32);
-  const float *in[8];
-  float *out[8];
-  __m256 wv[9], bv;
-  int64_t oh0;
+  float wl[9][AOTC_VW] AOTC_ALIGNED(64), bl[AOTC_VW] AOTC_ALIGNED(64);
+  const float *in[AOTC_VW];
+  float *out[AOTC_VW];
+  const int act = aotc_sgemm_act_in_registers_(a->act), in_registers = aotc_sgemm_act_all_in_registers_(a->act);
+  const aotc_v_ lo = AOTC_V_SET1(act == AOTC_SGEMM_ACT_CLIP ? a->act->a : 0.0f);
+  const aotc_v_ hi = AOTC_V_SET1(act == AOTC_SGEMM_ACT_CLIP ? a->act->b : 0.0f);
+  aotc_v_ wv[9], bv;
+  int64_t oh0, tap[9];
   int lane, t;
-  for (lane = 0; lane < 8; lane++) {
+  for (lane = 0; lane < AOTC_VW; lane++) {
     const int64_t ch = channel + lane, co = ch % cout, n = ch / cout;
-    if (!aotc_conv_band_weights_ok_(a->w + co * 9)) return 0;
     in[lane] = a->x + (n * g->group + co / g->cout_g) * g->in[1] * g->in[2];
     out[lane] = a->y + ch * pixels;
     for (t = 0; t < 9; t++) wl[t][lane] = a->w[co * 9 + t];
     bl[lane] = a->bias ? a->bias[co] : 0.0f;
   }
-  for (t = 0; t < 9; t++) wv[t] = _mm256_load_ps(wl[t]);
-  bv = _mm256_load_ps(bl);
+  for (t = 0; t < 9; t++) {
+    wv[t] = AOTC_V_LOAD(wl[t]);
+    tap[t] = ((t / 3) * l->cols + t % 3) * AOTC_VW;
+  }
+  bv = AOTC_V_LOAD(bl);
   for (oh0 = 0; oh0 < oh_n; oh0 += l->band_rows) {
     const int64_t oh1 = AOTC_MIN(oh_n, oh0 + l->band_rows), end = oh1 * ow_n;
     int64_t q, oh = oh0, ow = 0;
     aotc_conv_lanes_fill_(g, l, in, oh0 * sh - g->pad[1], (oh1 - oh0 - 1) * sh + 3, buf);
-    for (q = oh0 * ow_n; q < end; q += 8) {   /* eight output pixels, then into the planes */
-      const int64_t n = AOTC_MIN(8, end - q);
-      int64_t j;
-      for (j = 0; j < n; j++) {
-        const float *base = buf + ((oh - oh0) * sh * l->cols + ow * sw) * 8;
-        __m256 acc = _mm256_setzero_ps();
-        for (t = 0; t < 9; t++)
-          acc = AOTC_V_MADD(wv[t], _mm256_load_ps(base + ((t / 3) * l->cols + t % 3) * 8), acc);
-        _mm256_store_ps(res[j], _mm256_add_ps(acc, bv));
-        if (++ow == ow_n) ow = 0, oh++;
+    for (q = oh0 * ow_n; q < end; q += AOTC_VW) {   /* AOTC_VW pixels, then into the planes */
+      const int64_t n = AOTC_MIN(AOTC_VW, end - q);
+      int64_t at[AOTC_VW];   /* of each pixel's first tap in buf (past n: the last's) */
+      aotc_v_ res[AOTC_VW];
+      int j;
+      for (j = 0; j < AOTC_VW; j++) {
+        at[j] = ((oh - oh0) * sh * l->cols + ow * sw) * AOTC_VW;
+        if (j + 1 < n && ++ow == ow_n) ow = 0, oh++;
       }
-      if (n == 8) {
-        float tr[8][8] AOTC_ALIGNED(32);   /* [lane][pixel] */
-        aotc_conv_transpose8_(res[0], 8, tr[0], 8);
-        for (lane = 0; lane < 8; lane++) _mm256_storeu_ps(out[lane] + q, _mm256_load_ps(tr[lane]));
-      } else {
-        for (lane = 0; lane < 8; lane++)
-          for (j = 0; j < n; j++) out[lane][q + j] = res[j][lane];
+      if (++ow == ow_n) ow = 0, oh++;
+      /* taps outer, pixels inner: AOTC_VW independent sums hide the FMA's latency */
+      AOTC_UNROLL(16)
+      for (j = 0; j < AOTC_VW; j++) res[j] = AOTC_V_ZERO();
+      AOTC_UNROLL(9)
+      for (t = 0; t < 9; t++) {
+        AOTC_UNROLL(16)
+        for (j = 0; j < AOTC_VW; j++) res[j] = AOTC_V_MADD(wv[t], AOTC_V_LOAD(buf + tap[t] + at[j]), res[j]);
       }
+      AOTC_UNROLL(16)
+      for (j = 0; j < AOTC_VW; j++) {
+        res[j] = AOTC_V_ADD(res[j], bv);
+        if (in_registers) res[j] = aotc_sgemm_act_v_(AOTC_V_FINISH(res[j]), act, lo, hi);
+      }
+      aotc_conv_lanes_transpose_(res);
+      for (lane = 0; lane < AOTC_VW; lane++) AOTC_V_STOREN(out[lane] + q, res[lane], n);
     }
   }
-  for (lane = 0; lane < 8; lane++) {
+  for (lane = 0; lane < AOTC_VW && !in_registers; lane++) {
     aotc_activation_apply(a->act, out[lane], pixels);
     aotc_conv_canon_(out[lane], pixels);
   }
-  return 1;
 }
 #endif
 
@@ -959,6 +985,14 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   int64_t c1 = AOTC_MIN(c0 + a->channels_per_task, g->batch * cout), channel;
   int64_t r0 = task % a->row_tasks * a->rows_per_task;
   int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows);
+#if defined(AOTC_SGEMM_PATH_AVX2) || defined(AOTC_SGEMM_PATH_AVX512)
+  for (; a->lanes && c0 + AOTC_VW <= c1; c0 += AOTC_VW) {   /* whole groups; the rest below */
+    aotc_conv_lanes_planes_(a, c0);
+    if (a->residual)
+      aotc_conv_add_residual_(a->y + c0 * rows * ow_n, a->y + c0 * rows * ow_n,
+                              a->residual + c0 * rows * ow_n, AOTC_VW * rows * ow_n, a->res_act);
+  }
+#endif
 #if defined(AOTC_SGEMM_PATH_AVX512)
   if (a->flat) {   /* whole planes */
     aotc_conv_flat_channels_(a, c0, c1);
@@ -967,15 +1001,6 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
 #endif
   for (channel = c0; channel < c1; channel++) {   /* n * Cout + co */
     int64_t co = channel % cout, n = channel / cout;
-#if defined(AOTC_SGEMM_PATH_AVX2)
-    if (a->lanes && channel + 8 <= c1 && aotc_conv_lanes_planes_(a, channel)) {
-      if (a->residual)
-        aotc_conv_add_residual_(a->y + channel * rows * ow_n, a->y + channel * rows * ow_n,
-                                a->residual + channel * rows * ow_n, 8 * rows * ow_n, a->res_act);
-      channel += 7;
-      continue;
-    }
-#endif
     int64_t ci = n * g->group + co / g->cout_g;   /* n * Cin + input channel */
     const float *plane = a->x + ci * aotc_conv_volume_(g->in);
     const float *wk = a->w + co * aotc_conv_volume_(g->kernel);
@@ -987,7 +1012,7 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
       aotc_conv_s2_rows_(g, a->s2, plane, wk, bias, yrow - r0 * ow_n, r0, r1, a->act);
     else
 #elif defined(AOTC_SGEMM_PATH_AVX2)
-    if (a->band && aotc_conv_band_weights_ok_(wk))
+    if (a->band && aotc_conv_weights_finite_(wk, 9))
       aotc_conv_band_rows_(g, a->band, plane, wk, bias, yrow - r0 * ow_n, r0, r1, a->act);
     else
 #endif
@@ -1012,6 +1037,8 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
   aotc_conv_s2_ s2;
 #elif defined(AOTC_SGEMM_PATH_AVX2)
   aotc_conv_band_ band;
+#endif
+#if defined(AOTC_SGEMM_PATH_AVX2) || defined(AOTC_SGEMM_PATH_AVX512)
   aotc_conv_lanes_ lanes;
 #endif
   a.g = g;
@@ -1029,17 +1056,22 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
 #if defined(AOTC_SGEMM_PATH_AVX512)
   if (aotc_conv_flat_plan_(g, &flat)) a.flat = &flat;
   else if (aotc_conv_s2_plan_(g, &s2)) a.s2 = &s2;
+  /* 16 channels at a time for stride-2 planes of at most 14 output columns */
+  if (aotc_conv_lanes_plan_(g, &lanes) && g->stride[1] == 2 && g->stride[2] == 2 &&
+      g->out[2] <= AOTC_CONV_LANES_AVX512_MAX_WIDTH && aotc_conv_weights_finite_(w, g->cout_g * g->group * 9))
+    a.lanes = &lanes;
 #elif defined(AOTC_SGEMM_PATH_AVX2)
   if (aotc_conv_band_plan_(g, &band)) a.band = &band;
   /* eight channels at a time but for large stride-1 planes, where bands were faster */
-  if (aotc_conv_lanes_plan_(g, &lanes) && (g->stride[1] * g->stride[2] > 1 || g->out[2] <= 28))
+  if (aotc_conv_lanes_plan_(g, &lanes) && (g->stride[1] * g->stride[2] > 1 || g->out[2] <= 28) &&
+      aotc_conv_weights_finite_(w, g->cout_g * g->group * 9))
     a.lanes = &lanes;
 #endif
   a.rows_per_task = a.flat || a.lanes ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
   a.row_tasks = (rows + a.rows_per_task - 1) / a.rows_per_task;
   /* planes smaller than a task: whole planes, several to a task */
   a.channels_per_task = a.row_tasks > 1 ? 1 : AOTC_MAX(1, AOTC_CONV_DIRECT_TASK / AOTC_MAX(rows * ow_n, 1));
-  if (a.lanes) a.channels_per_task = (a.channels_per_task + 7) / 8 * 8;   /* whole groups of 8 */
+  if (a.lanes) a.channels_per_task = (a.channels_per_task + AOTC_VW - 1) / AOTC_VW * AOTC_VW;   /* whole groups */
   aotc_conv_valid_range_(-g->pad[2], g->stride[2], g->in[2], g->out[2], &a.inner_lo, &unused);
   aotc_conv_valid_range_((g->kernel[2] - 1) * g->dilation[2] - g->pad[2], g->stride[2], g->in[2],
                          g->out[2], &unused, &a.inner_hi);
