@@ -256,8 +256,12 @@ def test_rows_kernel_with_run_time_weights():
     ((1, 128, 6, 6), (300, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "rows"),
     ((1, 6, 20, 20), (8, 6, 3, 3), {"dilations": [2, 2]}, "im2col"),
     ((1, 4, 4, 12, 12), (8, 4, 3, 3, 3), {}, "im2col"),
-    # 1x1 with more weights per output channel (K) than output pixels: pixels as rows
+    # 1x1 with more weights per output channel (K) than output pixels: pixels as rows,
+    # from registers for one K-block over rows of 14 or more, else through the rows
+    # kernel's scratch
     ((1, 48, 5, 7), (8, 48, 1, 1), {}, "rows"),
+    ((1, 240, 3, 15), (40, 240, 1, 1), {}, "pixels"),
+    ((1, 300, 3, 15), (8, 300, 1, 1), {}, "rows"),
     ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "implicit"),
 ])
 def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):
@@ -267,6 +271,26 @@ def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):
     x = random(x_shape)
     want = run_ort(model, {"x": x})["y"]
     assert relative_error(sess.run({"x": x})["y"], want) < 1e-5
+
+
+def test_pointwise_on_the_pixels_kernel_adds_a_residual_in_place(tmp_path):
+    """A 1x1 conv of one K-block on the pixels kernel, its residual Add fused and the
+    sum written over the residual (a buffer that dies there): ONNX Runtime's values,
+    the same bits at 1 and 2 threads."""
+    n = helper.make_node
+    model = make_model([n("Sigmoid", ["r"], ["s"]), n("Conv", ["x", "w", "b"], ["c"]),
+                        n("Add", ["c", "s"], ["a"]), n("Relu", ["a"], ["t"]), n("Mul", ["t", "t"], ["y"])],
+                       [("x", np.float32, (1, 240, 3, 15)), ("r", np.float32, (1, 40, 3, 15))],
+                       [("y", np.float32, None)],
+                       {"w": random((40, 240, 1, 1), seed=1, low=-0.2, high=0.2), "b": random((40,), seed=2)})
+    used, sess = kernel_used(tmp_path, model)
+    assert used == "pixels"
+    call = (tmp_path / "convk.c").read_text().split("aotc_conv_pixels(")[1].split(";")[0]
+    assert call.count("(ws + 0)") == 2   # the residual, and the output over it
+    feeds = {"x": random((1, 240, 3, 15), seed=3), "r": random((1, 40, 3, 15), seed=4)}
+    two = aotc.compile(model, threads=2).run(feeds)["y"]
+    assert sess.run(feeds)["y"].tobytes() == two.tobytes()
+    assert relative_error(two, run_ort(model, feeds)["y"]) < 1e-5
 
 
 @pytest.mark.parametrize("x_shape, w_shape, attrs", [

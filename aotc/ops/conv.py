@@ -6,10 +6,11 @@ output directly in double (aotc_conv_f64).
 
 The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
 - "direct" when every group has one input channel (depthwise);
-- "pixels" for undilated 2-D convs wider than 1x1 whose weights are known here and fit
-  PIXELS_MAX_WEIGHT_BYTES: tiles of output pixels read the unfolded matrix where it
-  lies, in zero-bordered phase planes of X, against W^T packed here, and store the
-  output transposed from registers;
+- "pixels" for undilated 2-D convs whose weights are known here and fit
+  PIXELS_MAX_WEIGHT_BYTES, wider than 1x1 or 1x1 ones that "rows" would take with one
+  K-block: tiles of output pixels read the unfolded matrix where it lies, in
+  zero-bordered phase planes of X, against W^T packed here, and store the output
+  transposed from registers;
 - "rows" when the weights outweigh the output pixels (K >= pixels: the deep layers):
   output pixels are the GEMM's rows and W^T, packed here at compile time, its B; each
   pixel tile is unfolded panel by panel as the GEMM goes (or, with fewer pixels than
@@ -44,6 +45,7 @@ ROWS_WEIGHT_RATIO = 1.0           # see ConvGeometry.rows_pay_off
 # weights in L2 (ResNet-50's 3x3 convs at 56x56 and 28x28) 0.92-0.95x the time of the
 # implicit and rows kernels; past it (the 14x14 and 7x7 stages, 2.4 and 9.4 MB) 1.03-1.26x.
 PIXELS_MAX_WEIGHT_BYTES = 1 << 20
+PIXELS_1X1_MIN_WIDTH = 14      # output columns: whole tiles of 14 pixels on AVX-512
 
 
 @dataclass(frozen=True)
@@ -89,9 +91,18 @@ class ConvGeometry:
 
     @property
     def pixels_fit(self):
-        """2-D, undilated, wider than 1x1 (a 1x1 conv is a plain GEMM), with weights
-        known at compile time that fit PIXELS_MAX_WEIGHT_BYTES."""
-        return (self.const_weights and self.implicit_fits and self.kernel[1] * self.kernel[2] > 1
+        """2-D, undilated, with weights known at compile time that fit
+        PIXELS_MAX_WEIGHT_BYTES; wider than 1x1 (a 1x1 conv is a plain GEMM), or a 1x1
+        conv of one K-block over rows of at least PIXELS_1X1_MIN_WIDTH that the rows
+        kernel would take, whose product tile goes through scratch there and straight
+        from registers here: ResNet-50's 256 -> 1024 convs at 14x14 with their residual
+        took 0.93x the time alone and 0.1 ms less each in the model; its 1024 -> 256
+        ones (four K-blocks, the sums kept between them) 0.05-0.09 ms more, and
+        MobileNetV2's 160 -> 960 at 7x7 (tiles of 7 pixels) 1.10x alone."""
+        from .matmul import KC
+        wide = self.kernel[1] * self.kernel[2] > 1
+        one_block_1x1 = (self.k <= KC and self.out_dims[2] >= PIXELS_1X1_MIN_WIDTH and self.rows_pay_off())
+        return (self.const_weights and self.implicit_fits and (wide or one_block_1x1)
                 and 4 * self.k * self.cout_g <= PIXELS_MAX_WEIGHT_BYTES)
 
     @property
