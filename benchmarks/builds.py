@@ -5,11 +5,12 @@
 
 --model is one of ../shared/models/make_models.py's networks in --models-dir (or
 $AOTC_MODELS_DIR); --conv builds one Conv -> [Add ->] Relu as "cin,cout,size,kernel,stride"
-with ",add" for a residual (square input, pads kernel // 2). Each checkout compiles the
-model in a process of its own, started from a neutral directory so that it imports its
-own aotc; both libraries are then loaded here and called alternately in blocks
-(timing.interleaved), `--repeats` times. Prints whether the two give the same bits,
-each repeat's B/A time (median of paired blocks) and the median of those.
+with ",add" for a residual, ",dw" for a depthwise conv (group = cin = cout); square input,
+pads kernel // 2. Each checkout compiles the model in a process of its own, started from
+a neutral directory so that it imports its own aotc; both libraries are then loaded here
+and called alternately in blocks (timing.interleaved), `--repeats` times. Prints whether
+the two give the same bits, each repeat's B/A time (median of paired blocks) and the
+median of those.
 """
 import argparse
 import os
@@ -30,11 +31,14 @@ def conv_model(spec, path):
     """A Conv (+ Add of a second input) + Relu as `spec` says; returns its feeds."""
     fields = spec.split(",")
     cin, cout, size, kernel, stride = (int(v) for v in fields[:5])
-    add = fields[5:] == ["add"]
+    flags = set(fields[5:])
+    if not flags <= {"add", "dw"} or ("dw" in flags and cin != cout):
+        raise SystemExit(f"--conv {spec}: cin,cout,size,kernel,stride then add and/or dw (cin = cout)")
+    add, group = "add" in flags, cin if "dw" in flags else 1
     out = (size + 2 * (kernel // 2) - kernel) // stride + 1
     rng = np.random.default_rng(0)
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], strides=[stride] * 2,
-                              pads=[kernel // 2] * 4, kernel_shape=[kernel] * 2)]
+                              pads=[kernel // 2] * 4, kernel_shape=[kernel] * 2, group=group)]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, size, size])]
     feeds = {"x": rng.standard_normal((1, cin, size, size)).astype(np.float32)}
     if add:
@@ -42,7 +46,7 @@ def conv_model(spec, path):
         feeds["r"] = rng.standard_normal((1, cout, out, out)).astype(np.float32)
         nodes.append(helper.make_node("Add", ["c", "r"], ["s"]))
     nodes.append(helper.make_node("Relu", [nodes[-1].output[0]], ["y"]))
-    weights = [numpy_helper.from_array(rng.standard_normal((cout, cin, kernel, kernel)).astype(np.float32) * 0.1, "w"),
+    weights = [numpy_helper.from_array(rng.standard_normal((cout, cin // group, kernel, kernel)).astype(np.float32) * 0.1, "w"),
                numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32), "b")]
     graph = helper.make_graph(nodes, "conv", inputs,
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, cout, out, out])], weights)
@@ -62,7 +66,7 @@ def main():
     p.add_argument("--b", required=True, help="checkout B")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--model", help="a network of make_models.py")
-    what.add_argument("--conv", help="cin,cout,size,kernel,stride[,add]")
+    what.add_argument("--conv", help="cin,cout,size,kernel,stride[,add][,dw]")
     p.add_argument("--models-dir", default=os.environ.get("AOTC_MODELS_DIR", "/tmp/aotc-models"))
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--runs", type=int, default=60, help="timed calls of each per repeat")
