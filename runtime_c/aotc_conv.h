@@ -907,18 +907,18 @@ AOTC_FN void aotc_conv_lanes_planes_(const aotc_conv_direct_args_ *a, int64_t ch
   bv = AOTC_V_LOAD(bl);
   for (oh0 = 0; oh0 < oh_n; oh0 += l->band_rows) {
     const int64_t oh1 = AOTC_MIN(oh_n, oh0 + l->band_rows), end = oh1 * ow_n;
-    int64_t q, oh = oh0, ow = 0;
+    int64_t q, oh = oh0, ow = 0;   /* the group's first pixel */
     aotc_conv_lanes_fill_(g, l, in, oh0 * sh - g->pad[1], (oh1 - oh0 - 1) * sh + 3, buf);
     for (q = oh0 * ow_n; q < end; q += AOTC_VW) {   /* AOTC_VW pixels, then into the planes */
       const int64_t n = AOTC_MIN(AOTC_VW, end - q);
       int64_t at[AOTC_VW];   /* of each pixel's first tap in buf (past n: the last's) */
       aotc_v_ res[AOTC_VW];
       int j;
-      for (j = 0; j < AOTC_VW; j++) {
+      for (j = 0; j < AOTC_VW; j++) {   /* (oh, ow) stepped, not divided out: 4% faster */
         at[j] = ((oh - oh0) * sh * l->cols + ow * sw) * AOTC_VW;
         if (j + 1 < n && ++ow == ow_n) ow = 0, oh++;
       }
-      if (++ow == ow_n) ow = 0, oh++;
+      if (++ow == ow_n) ow = 0, oh++;   /* the next group's first */
       /* taps outer, pixels inner: AOTC_VW independent sums hide the FMA's latency */
       AOTC_UNROLL(16)
       for (j = 0; j < AOTC_VW; j++) res[j] = AOTC_V_ZERO();
@@ -1040,6 +1040,7 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
 #endif
 #if defined(AOTC_SGEMM_PATH_AVX2) || defined(AOTC_SGEMM_PATH_AVX512)
   aotc_conv_lanes_ lanes;
+  int lanes_pay;   /* whether this path runs such planes a channel to each lane */
 #endif
   a.g = g;
   a.x = x;
@@ -1057,14 +1058,14 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
   if (aotc_conv_flat_plan_(g, &flat)) a.flat = &flat;
   else if (aotc_conv_s2_plan_(g, &s2)) a.s2 = &s2;
   /* 16 channels at a time for stride-2 planes of at most 14 output columns */
-  if (aotc_conv_lanes_plan_(g, &lanes) && g->stride[1] == 2 && g->stride[2] == 2 &&
-      g->out[2] <= AOTC_CONV_LANES_AVX512_MAX_WIDTH && aotc_conv_weights_finite_(w, g->cout_g * g->group * 9))
-    a.lanes = &lanes;
+  lanes_pay = g->stride[1] == 2 && g->stride[2] == 2 && g->out[2] <= AOTC_CONV_LANES_AVX512_MAX_WIDTH;
 #elif defined(AOTC_SGEMM_PATH_AVX2)
   if (aotc_conv_band_plan_(g, &band)) a.band = &band;
   /* eight channels at a time but for large stride-1 planes, where bands were faster */
-  if (aotc_conv_lanes_plan_(g, &lanes) && (g->stride[1] * g->stride[2] > 1 || g->out[2] <= 28) &&
-      aotc_conv_weights_finite_(w, g->cout_g * g->group * 9))
+  lanes_pay = g->stride[1] * g->stride[2] > 1 || g->out[2] <= 28;
+#endif
+#if defined(AOTC_SGEMM_PATH_AVX2) || defined(AOTC_SGEMM_PATH_AVX512)
+  if (lanes_pay && aotc_conv_lanes_plan_(g, &lanes) && aotc_conv_weights_finite_(w, g->cout_g * g->group * 9))
     a.lanes = &lanes;
 #endif
   a.rows_per_task = a.flat || a.lanes ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
