@@ -101,7 +101,7 @@ class ConvGeometry:
         MobileNetV2's 160 -> 960 at 7x7 (tiles of 7 pixels) 1.10x alone."""
         from .matmul import KC
         wide = self.kernel[1] * self.kernel[2] > 1
-        one_block_1x1 = (self.k <= KC and self.out_dims[2] >= PIXELS_1X1_MIN_WIDTH and self.rows_pay_off())
+        one_block_1x1 = self.k <= KC and self.out_dims[2] >= PIXELS_1X1_MIN_WIDTH and self.rows_pay_off()
         return (self.const_weights and self.implicit_fits and (wide or one_block_1x1)
                 and 4 * self.k * self.cout_g <= PIXELS_MAX_WEIGHT_BYTES)
 
