@@ -1,12 +1,14 @@
 """Two aotc checkouts side by side on one model: the figure behind a kernel change.
 
-    python benchmarks/builds.py --a CHECKOUT_A --b CHECKOUT_B (--model NAME | --conv SPEC)
+    python benchmarks/builds.py --a CHECKOUT_A --b CHECKOUT_B
+                                (--model NAME | --conv SPEC | --matmul M,N,K)
                                 [--threads 1] [--runs 60] [--repeats 3]
 
 --model is one of ../shared/models/make_models.py's networks in --models-dir (or
 $AOTC_MODELS_DIR); --conv builds one Conv -> [Add ->] Relu as "cin,cout,size,kernel,stride"
 with ",add" for a residual, ",dw" for a depthwise conv (group = cin = cout); square input,
-pads kernel // 2. Each checkout compiles the model in a process of its own, started from
+pads kernel // 2; --matmul builds one MatMul of an M x K input by a constant K x N matrix
+(benchmarks/gemm.py's model). Each checkout compiles the model in a process of its own, started from
 a neutral directory so that it imports its own aotc; both libraries are then loaded here
 and called alternately in blocks (timing.interleaved), `--repeats` times. Prints whether
 the two give the same bits, each repeat's B/A time (median of paired blocks) and the
@@ -23,6 +25,7 @@ import tempfile
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper, save
 
+from gemm import matmul_model
 from models import model_inputs, seeded_feeds
 from timing import interleaved
 
@@ -54,6 +57,17 @@ def conv_model(spec, path):
     return feeds
 
 
+def matmul_model_file(spec, path):
+    """The MatMul of gemm.py's table for "M,N,K"; returns its feeds."""
+    try:
+        M, N, K = (int(v) for v in spec.split(","))
+    except ValueError:
+        raise SystemExit(f"--matmul {spec}: M,N,K")
+    rng = np.random.default_rng(0)
+    save(matmul_model(M, N, K, rng.standard_normal((K, N), np.float32)), path)
+    return {"a": rng.standard_normal((M, K), np.float32)}
+
+
 def compile_with(checkout, model_path, out_dir, threads):
     code = f"import aotc; aotc.compile({model_path!r}, out_dir={out_dir!r}, threads={threads})"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tempfile.gettempdir(),
@@ -67,6 +81,7 @@ def main():
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--model", help="a network of make_models.py")
     what.add_argument("--conv", help="cin,cout,size,kernel,stride[,add][,dw]")
+    what.add_argument("--matmul", help="M,N,K")
     p.add_argument("--models-dir", default=os.environ.get("AOTC_MODELS_DIR", "/tmp/aotc-models"))
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--runs", type=int, default=60, help="timed calls of each per repeat")
@@ -78,9 +93,12 @@ def main():
         if args.model:
             model_path = os.path.join(args.models_dir, f"{args.model}.onnx")
             feeds = seeded_feeds(model_inputs(args.models_dir, args.model))
-        else:
+        elif args.conv:
             model_path = os.path.join(work, "conv.onnx")
             feeds = conv_model(args.conv, model_path)
+        else:
+            model_path = os.path.join(work, "matmul.onnx")
+            feeds = matmul_model_file(args.matmul, model_path)
         for tag, checkout in (("a", args.a), ("b", args.b)):
             compile_with(checkout, model_path, os.path.join(work, tag), args.threads)
         import aotc   # this checkout's (models.py put it first on the path)
