@@ -302,7 +302,9 @@ def test_pointwise_on_the_pixels_kernel_adds_a_residual_in_place(tmp_path):
     ((2, 32, 56, 56), (64, 32, 1, 1), {}),
     ((2, 32, 57, 57), (32, 1, 3, 3), {"group": 32, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ((1, 256, 14, 14), (150, 256, 3, 3), {"pads": [1, 1, 1, 1]}),     # rows, unfolded by panel
-    ((1, 256, 7, 7), (150, 256, 3, 3), {"pads": [1, 1, 1, 1]}),       # rows, unfolded tile stored
+    ((1, 256, 7, 7), (150, 256, 3, 3), {"pads": [1, 1, 1, 1]}),       # rows, tasks of one panel
+    ((1, 256, 4, 4), (150, 256, 3, 3), {"pads": [1, 1, 1, 1]}),       # rows, strips cut too
+    ((1, 256, 14, 14), (300, 256, 1, 1), {"strides": [2, 2]}),        # rows, unfolded tile stored
 ])
 def test_bit_identical_across_thread_counts(x_shape, w_shape, attrs):
     model = conv_model(x_shape, w_shape, **attrs)
@@ -526,7 +528,8 @@ def test_simd_kernels_run_clean_under_sanitizers(tmp_path, pixels, request):
     cases = [(x, (x[1], 1, 3, 3), dict(group=x[1], pads=p, strides=[s, s]), act) for x, p, s, act in depthwise]
     cases += [((1, 64, 5, 6), (16, 64, 3, 3), dict(pads=[1, 1, 1, 1]), "Relu"),          # rows
               ((1, 64, 7, 7), (8, 64, 3, 3), dict(pads=[1, 0, 0, 1], strides=[2, 2]), "Tanh"),
-              ((1, 64, 4, 5), (24, 64, 3, 3), dict(pads=[1, 1, 0, 0]), "Clip"),   # rows, stored
+              ((1, 64, 4, 5), (24, 64, 3, 3), dict(pads=[1, 1, 0, 0]), "Clip"),   # rows
+              ((1, 64, 7, 9), (24, 64, 1, 1), dict(pads=[1, 1, 0, 0], strides=[2, 2]), "Clip"),   # stored
               ((1, 8, 9, 11), (16, 8, 1, 1), dict(pads=[0, 1, 1, 0], strides=[2, 2]), "Relu")]   # 1x1 GEMM
     nodes, inits, outputs = [], {}, []
     for i, (x_shape, w_shape, attrs, act) in enumerate(cases):
