@@ -8,11 +8,11 @@
 $AOTC_MODELS_DIR); --conv builds one Conv -> [Add ->] Relu as "cin,cout,size,kernel,stride"
 with ",add" for a residual, ",dw" for a depthwise conv (group = cin = cout); square input,
 pads kernel // 2; --matmul builds one MatMul of an M x K input by a constant K x N matrix
-(benchmarks/gemm.py's model). Each checkout compiles the model in a process of its own, started from
-a neutral directory so that it imports its own aotc; both libraries are then loaded here
-and called alternately in blocks (timing.interleaved), `--repeats` times. Prints whether
-the two give the same bits, each repeat's B/A time (median of paired blocks) and the
-median of those.
+(benchmarks/gemm.py's model). Each checkout compiles the model in a process of its own,
+started from a neutral directory so that it imports its own aotc; both libraries are then
+loaded here and called alternately in blocks (timing.interleaved), `--repeats` times.
+Prints whether the two give the same bits, each repeat's B/A time (median of paired
+blocks) and the median of those.
 """
 import argparse
 import os
