@@ -22,6 +22,7 @@
  *                         layout and multiplied by one aotc_sgemm_packed;
  *   aotc_conv_rows        the deep layers: pixels as GEMM rows against weights packed
  *                         at compile time, the product stored transposed (below).
+ * (Fast mode's 3x3 stride-1 convs by Winograd's F(2x2, 3x3): aotc_conv_winograd.h.)
  * Every output is a sum over (input channel, kz, ky, kx) in that order, plus the bias,
  * plus the residual (a tensor shaped as y, or NULL: a fused Add), then the activation
  * `act` (NULL: none; aotc_gemm.h), applied by the thread that computed the value, right

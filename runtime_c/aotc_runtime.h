@@ -13,6 +13,7 @@
 #include "aotc_index.h"
 #include "aotc_gemm.h"
 #include "aotc_conv.h"
+#include "aotc_conv_winograd.h"
 #include "aotc_conv_types.h"
 #include "aotc_pool.h"
 #include "aotc_norm.h"

@@ -54,7 +54,8 @@ def kernel_used(tmp_path, model):
     """Which conv kernel the generated C calls (exactly one conv node in the model)."""
     sess = aotc.compile(model, out_dir=tmp_path, name="convk")
     code = (tmp_path / "convk.c").read_text()
-    kinds = [k for k in ("pointwise", "direct", "implicit", "pixels", "im2col", "rows") if f"aotc_conv_{k}(" in code]
+    kinds = [k for k in ("pointwise", "direct", "implicit", "pixels", "im2col", "rows", "winograd")
+             if f"aotc_conv_{k}(" in code]
     assert len(kinds) == 1, kinds
     return kinds[0], sess
 
@@ -251,8 +252,8 @@ def test_rows_kernel_with_run_time_weights():
     ((1, 6, 9, 9), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
     ((1, 6, 9, 9), (8, 6, 5, 5), {"strides": [2, 2]}, "pixels"),
     ((1, 3, 32, 32), (8, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "pixels"),
-    # larger weights (1.4 MB): channels as rows, or pixels as rows where K >= pixels
-    ((1, 128, 40, 40), (300, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "implicit"),
+    # larger weights (1.2-1.4 MB): channels as rows, or pixels as rows where K >= pixels
+    ((1, 128, 40, 40), (400, 128, 3, 2), {"pads": [1, 1, 1, 1]}, "implicit"),
     ((1, 128, 6, 6), (300, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "rows"),
     ((1, 6, 20, 20), (8, 6, 3, 3), {"dilations": [2, 2]}, "im2col"),
     ((1, 4, 4, 12, 12), (8, 4, 3, 3, 3), {}, "im2col"),
@@ -263,6 +264,13 @@ def test_rows_kernel_with_run_time_weights():
     ((1, 240, 3, 15), (40, 240, 1, 1), {}, "pixels"),
     ((1, 300, 3, 15), (8, 300, 1, 1), {}, "rows"),
     ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "implicit"),
+    # 3x3 stride 1 with 32 or more channels in and out and 49 or more 2x2 output tiles
+    ((1, 128, 40, 40), (300, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
+    ((1, 32, 13, 14), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
+    ((1, 31, 13, 14), (32, 31, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
+    ((1, 32, 12, 12), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),   # 36 tiles
+    ((1, 64, 14, 14), (64, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "pixels"),
+    ((1, 64, 14, 14), (64, 32, 3, 3), {"pads": [1, 1, 1, 1], "group": 2}, "pixels"),
 ])
 def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):
     model = conv_model(x_shape, w_shape, **attrs)
@@ -297,11 +305,12 @@ def test_pointwise_on_the_pixels_kernel_adds_a_residual_in_place(tmp_path):
     ((2, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),     # pixels, tasks of pixel rows
     ((1, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1], "dilations": [2, 2]}),   # im2col
     ((2, 3, 64, 64), (16, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
-    ((1, 256, 14, 14), (72, 256, 3, 3), {"pads": [1, 1, 1, 1]}),   # pixels, tasks of strips
-    ((1, 128, 40, 40), (300, 128, 3, 3), {"pads": [1, 1, 1, 1]}),  # implicit
+    ((1, 256, 14, 14), (24, 256, 3, 3), {"pads": [1, 1, 1, 1]}),   # pixels, tasks of strips
+    ((1, 128, 40, 40), (400, 128, 3, 2), {"pads": [1, 1, 1, 1]}),  # implicit
     ((2, 32, 56, 56), (64, 32, 1, 1), {}),
     ((2, 32, 57, 57), (32, 1, 3, 3), {"group": 32, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
-    ((1, 256, 14, 14), (150, 256, 3, 3), {"pads": [1, 1, 1, 1]}),     # rows, unfolded by panel
+    ((1, 256, 12, 12), (150, 256, 3, 3), {"pads": [1, 1, 1, 1]}),     # rows, unfolded by panel
+    ((2, 48, 17, 13), (40, 48, 3, 3), {"pads": [1, 0, 2, 1]}),        # winograd
     ((1, 256, 7, 7), (150, 256, 3, 3), {"pads": [1, 1, 1, 1]}),       # rows, tasks of one panel
     ((1, 256, 4, 4), (150, 256, 3, 3), {"pads": [1, 1, 1, 1]}),       # rows, strips cut too
     ((1, 256, 14, 14), (300, 256, 1, 1), {"strides": [2, 2]}),        # rows, unfolded tile stored
@@ -345,6 +354,59 @@ def test_runs_clean_under_sanitizers_and_warnings(tmp_path):
                                "-c", "convsan.c", "-o", "warnings.o"],
                               cwd=tmp_path, capture_output=True, text=True)
     assert warnings.returncode == 0, warnings.stderr
+
+
+def _winograd_model(x_shape, w_shape, pads, act, residual):
+    """Conv (3x3, stride 1) [+ Add of the input r] + act."""
+    out = (x_shape[0], w_shape[0], x_shape[2] + pads[0] + pads[2] - 2, x_shape[3] + pads[1] + pads[3] - 2)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=pads)]
+    inputs = [("x", np.float32, x_shape)]
+    if residual:
+        nodes.append(helper.make_node("Add", ["c", "r"], ["s"]))
+        inputs.append(("r", np.float32, out))
+    nodes.append(helper.make_node(act, [nodes[-1].output[0]], ["y"]) if act != "Clip" else
+                 helper.make_node("Clip", [nodes[-1].output[0], "lo", "hi"], ["y"]))
+    inits = {"w": random(w_shape, seed=1, low=-0.2, high=0.2), "b": random((w_shape[0],), seed=2),
+             "lo": np.array(-0.5, np.float32), "hi": np.array(0.75, np.float32)}
+    feeds = {"x": random(x_shape, seed=3)}
+    if residual:
+        feeds["r"] = random(out, seed=4)
+    return make_model(nodes, inputs, [("y", np.float32, None)], inits), feeds
+
+
+@pytest.mark.parametrize("x_shape, w_shape, pads, act, residual", [
+    ((1, 64, 28, 28), (64, 64, 3, 3), [1, 1, 1, 1], "Relu", True),
+    ((2, 48, 17, 13), (40, 48, 3, 3), [1, 0, 2, 1], "Clip", False),    # odd sizes: ragged tiles
+    ((1, 32, 15, 16), (36, 32, 3, 3), [0, 2, 0, 1], "Sigmoid", True),  # activation after the store
+    ((1, 40, 14, 15), (32, 40, 3, 3), [1, 1, 1, 1], "Identity", False),
+])
+def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_path, x_shape, w_shape, pads,
+                                                                         act, residual):
+    """Fast mode's 3x3 stride-1 convs by Winograd's F(2x2, 3x3): within 1e-5 of
+    onnxruntime (its sums round differently from the direct kernels', by a few ulps),
+    with bias, a fused residual and each kind of activation; the same bits at 1 and 2
+    threads. Exact mode keeps the direct kernels."""
+    model, feeds = _winograd_model(x_shape, w_shape, pads, act, residual)
+    fast = aotc.compile(model, out_dir=tmp_path / "fast", name="wino", threads=1)
+    assert "aotc_conv_winograd(" in (tmp_path / "fast" / "wino.c").read_text()
+    got = fast.run(feeds)["y"]
+    assert relative_error(got, run_ort(model, feeds)["y"]) < 1e-5
+    assert aotc.compile(model, threads=2).run(feeds)["y"].tobytes() == got.tobytes()
+    aotc.compile(model, out_dir=tmp_path / "exact", name="wino", mode="exact")
+    assert "aotc_conv_winograd(" not in (tmp_path / "exact" / "wino.c").read_text()
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_winograd_runs_clean_under_sanitizers(tmp_path):
+    """Its patch rows past X's edges, ragged tiles and residual in place: clean under
+    AddressSanitizer and UBSan on the native path."""
+    from aotc import build
+    model, feeds = _winograd_model((2, 33, 17, 13), (34, 33, 3, 3), [2, 0, 1, 1], "Relu", True)
+    sess = aotc.compile(model, out_dir=tmp_path, name="winosan")
+    assert "aotc_conv_winograd(" in (tmp_path / "winosan.c").read_text()
+    target = build.resolve_target("native")
+    flags = [f for f in build.c_flags(target, "fast") if not f.startswith("-O")]
+    assert run_sanitized(tmp_path, sess.name, flags).split()[0] == "y"
 
 
 # ---- invalid and unsupported models -------------------------------------------------

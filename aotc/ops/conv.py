@@ -6,6 +6,10 @@ output directly in double (aotc_conv_f64).
 
 The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
 - "direct" when every group has one input channel (depthwise);
+- "winograd" in fast mode for 3x3 stride-1 undilated 2-D convs of one group with
+  weights known here, enough channels and output tiles (WINOGRAD_*): Winograd's
+  F(2x2, 3x3), 16 multiplies per 2x2 outputs where the direct sum takes 36, the
+  weights transformed here (runtime_c/aotc_conv_winograd.h);
 - "pixels" for undilated 2-D convs whose weights are known here and fit
   PIXELS_MAX_WEIGHT_BYTES, wider than 1x1 or 1x1 ones that "rows" would take with one
   K-block: tiles of output pixels read the unfolded matrix where it lies, in
@@ -24,8 +28,9 @@ The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
   channel); else (3-D, dilated)
   im2col by column blocks of bounded size written straight into the GEMM's packed-B
   layout ("im2col").
-Every path sums over (input channel, kernel taps) in order, then adds the bias, then
-applies the activation, so the choice never changes the arithmetic's order.
+Every other path sums over (input channel, kernel taps) in order, then adds the bias,
+then applies the activation, so among them the choice never changes the arithmetic's
+order; exact mode never takes "winograd".
 """
 from dataclasses import dataclass
 
@@ -46,6 +51,12 @@ ROWS_WEIGHT_RATIO = 1.0           # see ConvGeometry.rows_pay_off
 # implicit and rows kernels; past it (the 14x14 and 7x7 stages, 2.4 and 9.4 MB) 1.03-1.26x.
 PIXELS_MAX_WEIGHT_BYTES = 1 << 20
 PIXELS_1X1_MIN_WIDTH = 14      # output columns: whole tiles of 14 pixels on AVX-512
+WINOGRAD_MAX_WIDTH = 256       # output columns (AOTC_CONV_WINOGRAD_MAX_WIDTH)
+WINOGRAD_MIN_CHANNELS = 32     # input and output channels, each
+WINOGRAD_MIN_TILES = 49        # 2x2 output tiles per image: 14x14 outputs and up
+WINOGRAD_BUDGET_BYTES = 1 << 20   # a chunk's transformed input and products: about L2
+# G (4x3): the weights' transform of Winograd's F(2x2, 3x3), U = G g G^T
+WINOGRAD_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,7 @@ class ConvGeometry:
     dilations: tuple
     pads_begin: tuple
     const_weights: bool = False
+    exact: bool = False
 
     @property
     def k(self):
@@ -81,6 +93,8 @@ class ConvGeometry:
     def kind(self):
         if self.cin_g == 1:
             return "direct"
+        if self.winograd_fits:
+            return "winograd"
         if self.pixels_fit:
             return "pixels"
         if self.rows_pay_off():
@@ -104,6 +118,28 @@ class ConvGeometry:
         one_block_1x1 = self.k <= KC and self.out_dims[2] >= PIXELS_1X1_MIN_WIDTH and self.rows_pay_off()
         return (self.const_weights and self.implicit_fits and (wide or one_block_1x1)
                 and 4 * self.k * self.cout_g <= PIXELS_MAX_WEIGHT_BYTES)
+
+    @property
+    def winograd_fits(self):
+        """Fast mode, 3x3, stride 1, undilated, 2-D, one group, weights known here, at
+        least WINOGRAD_MIN_CHANNELS in and out and WINOGRAD_MIN_TILES tiles an image, rows
+        of at most WINOGRAD_MAX_WIDTH. (ResNet-50's 7x7 convs, 16 tiles, stay on the rows
+        kernel: products of 16 columns.)"""
+        tiles = ((self.out_dims[1] + 1) // 2) * ((self.out_dims[2] + 1) // 2)
+        return (not self.exact and self.const_weights and self.group == 1
+                and self.kernel == (1, 3, 3) and self.strides == (1, 1, 1)
+                and all(d == 1 for d in self.dilations) and self.in_dims[0] == self.out_dims[0] == 1
+                and min(self.cin_g, self.cout_g) >= WINOGRAD_MIN_CHANNELS
+                and tiles >= WINOGRAD_MIN_TILES and self.out_dims[2] <= WINOGRAD_MAX_WIDTH)
+
+    def winograd_chunk_rows(self):
+        """Rows of 2x2 tiles per chunk of aotc_conv_winograd: as many as keep the chunk's
+        V and M (64 bytes per tile and channel, in and out) within WINOGRAD_BUDGET_BYTES,
+        at least one, the image's rows cut evenly."""
+        rows, cols = (self.out_dims[1] + 1) // 2, (self.out_dims[2] + 1) // 2
+        fit = max(1, WINOGRAD_BUDGET_BYTES // (64 * (self.cin_g + self.cout_g) * cols))
+        chunks = -(-rows // fit)
+        return -(-rows // chunks)
 
     @property
     def implicit_fits(self):
@@ -272,7 +308,7 @@ def _geometry(ctx):
         return tuple([fill] * (MAX_SPATIAL - spatial) + [int(v) for v in values])
     return ConvGeometry(int(batch), group, int(cin_g), int(cout) // group, spatial,
                         lead(in_dims, 1), lead(out, 1), lead(kernel, 1), lead(strides, 1),
-                        lead(dilations, 1), lead(pads, 0), _weights_const(ctx))
+                        lead(dilations, 1), lead(pads, 0), _weights_const(ctx), ctx.mode == "exact")
 
 
 def infer(ctx):
@@ -359,7 +395,7 @@ def residual_in_place(ctx):
     from .matmul import KC
     g = _geometry(ctx)
     kind = g.kind()
-    return (3,) if kind in ("rows", "pixels") or (kind != "direct" and g.k <= KC) else ()
+    return (3,) if kind in ("rows", "pixels", "winograd") or (kind != "direct" and g.k <= KC) else ()
 
 
 def scratch(ctx):
@@ -388,6 +424,10 @@ def _f32_scratch(ctx, g):
         return g.implicit_scratch()
     if kind == "pixels":
         return g.pixels_scratch()
+    if kind == "winograd":
+        tiles = g.winograd_chunk_rows() * ((g.out_dims[2] + 1) // 2)
+        return (_align(4 * 16 * g.cin_g * tiles) + _align(4 * 16 * g.cout_g * tiles)
+                + sgemm_scratch_bytes(g.cout_g, tiles, g.cin_g))
     if kind == "im2col":
         block = g.block_columns()
         packed_block = _align(4 * g.k * ((block + NR - 1) // NR * NR))
@@ -401,6 +441,13 @@ def pack_weights(g, w):
     from .matmul import pack_b
     w = np.asarray(w, np.float32).reshape(g.group, g.cout_g, g.k)
     return np.concatenate([pack_b(w[grp].T) for grp in range(g.group)])
+
+
+def winograd_weights(w):
+    """W [Cout, Cin, 3, 3] as U [16, Cout, Cin]: G g G^T of each kernel g, element
+    (i, j) of the 4x4 result at e = 4 i + j (computed in double, rounded once)."""
+    u = np.einsum("ia,ocab,jb->ijoc", WINOGRAD_G, np.asarray(w, np.float64), WINOGRAD_G)
+    return np.ascontiguousarray(u.reshape(16, *u.shape[2:]), np.float32)
 
 
 def emit_conv(ctx, act="NULL"):
@@ -443,6 +490,10 @@ def _f32_call(ctx, g, x, w, bias, y, act, scratch):
             packed = 0
         return (f"aotc_conv_rows({ctx.pool}, {g.c_literal()}, {g.row_tile()}, {x}, {w}, "
                 f"{packed}, {bias}, {residual}, {y}, {act}, {scratch});")
+    if kind == "winograd":
+        return (f"aotc_conv_winograd({ctx.pool}, {g.c_literal()}, {g.winograd_chunk_rows()}, {x}, "
+                f"{ctx.const(winograd_weights(w))}, "
+                f"{bias}, {residual}, {y}, {act}, {scratch});")
     if kind == "pixels":
         return (f"aotc_conv_pixels({ctx.pool}, {g.c_literal()}, {x}, {ctx.const(pack_weights(g, w))}, "
                 f"{bias}, {residual}, {y}, {act}, {scratch});")
