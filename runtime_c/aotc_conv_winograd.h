@@ -31,9 +31,9 @@
  * output blocks, chunk_rows * ceil(out width / 2), ragged ones included), then
  * aotc_sgemm_scratch_bytes(Cout, tiles, Cin). */
 AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t chunk_rows,
-                                       const float *x,
-                                       const float *u, const float *bias, const float *residual,
-                                       float *y, const aotc_activation *act, unsigned char *scratch);
+                                       const float *x, const float *u, const float *bias,
+                                       const float *residual, float *y, const aotc_activation *act,
+                                       unsigned char *scratch);
 
 #define AOTC_CONV_WINOGRAD_MAX_WIDTH 256   /* output columns: rows kept on the stack */
 
@@ -129,19 +129,12 @@ AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g,
                                        const float *x, const float *u, const float *bias,
                                        const float *residual, float *y, const aotc_activation *act,
                                        unsigned char *scratch) {
-  aotc_conv_winograd_args_ a;
-  const int64_t cin = g->cin_g, cout = g->cout_g, rows = (g->out[1] + 1) / 2;
-  size_t v_bytes, m_bytes;
+  const int64_t cin = g->cin_g, cout = g->cout_g, rows = (g->out[1] + 1) / 2, cols = (g->out[2] + 1) / 2;
+  const size_t v_bytes = aotc_conv_round64_((size_t)(16 * cin * chunk_rows * cols) * sizeof(float));
+  const size_t m_bytes = aotc_conv_round64_((size_t)(16 * cout * chunk_rows * cols) * sizeof(float));
+  aotc_conv_winograd_args_ a = {.g = g, .x = x, .bias = bias, .residual = residual, .y = y, .act = act,
+                                .cols = cols};
   int e;
-  a.g = g;
-  a.x = x;
-  a.bias = bias;
-  a.residual = residual;
-  a.y = y;
-  a.act = act;
-  a.cols = (g->out[2] + 1) / 2;
-  v_bytes = aotc_conv_round64_((size_t)(16 * cin * chunk_rows * a.cols) * sizeof(float));
-  m_bytes = aotc_conv_round64_((size_t)(16 * cout * chunk_rows * a.cols) * sizeof(float));
   a.v = (float *)(void *)scratch;
   a.m = (float *)(void *)(scratch + v_bytes);
   for (a.n = 0; a.n < g->batch; a.n++)

@@ -125,18 +125,23 @@ class ConvGeometry:
         least WINOGRAD_MIN_CHANNELS in and out and WINOGRAD_MIN_TILES tiles an image, rows
         of at most WINOGRAD_MAX_WIDTH. (ResNet-50's 7x7 convs, 16 tiles, stay on the rows
         kernel: products of 16 columns.)"""
-        tiles = ((self.out_dims[1] + 1) // 2) * ((self.out_dims[2] + 1) // 2)
+        rows, cols = self.winograd_grid
         return (not self.exact and self.const_weights and self.group == 1
                 and self.kernel == (1, 3, 3) and self.strides == (1, 1, 1)
                 and all(d == 1 for d in self.dilations) and self.in_dims[0] == self.out_dims[0] == 1
                 and min(self.cin_g, self.cout_g) >= WINOGRAD_MIN_CHANNELS
-                and tiles >= WINOGRAD_MIN_TILES and self.out_dims[2] <= WINOGRAD_MAX_WIDTH)
+                and rows * cols >= WINOGRAD_MIN_TILES and self.out_dims[2] <= WINOGRAD_MAX_WIDTH)
+
+    @property
+    def winograd_grid(self):
+        """(rows, columns) of an image's 2x2 output tiles, ragged ones included."""
+        return (self.out_dims[1] + 1) // 2, (self.out_dims[2] + 1) // 2
 
     def winograd_chunk_rows(self):
         """Rows of 2x2 tiles per chunk of aotc_conv_winograd: as many as keep the chunk's
         V and M (64 bytes per tile and channel, in and out) within WINOGRAD_BUDGET_BYTES,
         at least one, the image's rows cut evenly."""
-        rows, cols = (self.out_dims[1] + 1) // 2, (self.out_dims[2] + 1) // 2
+        rows, cols = self.winograd_grid
         fit = max(1, WINOGRAD_BUDGET_BYTES // (64 * (self.cin_g + self.cout_g) * cols))
         chunks = -(-rows // fit)
         return -(-rows // chunks)
@@ -386,8 +391,8 @@ def residual_in_place(ctx):
     """The residual's storage may become Y's (FusedConv's in-place input) on the
     kernels that read each residual element before they write that element of Y: not
     the direct kernel (it adds the residual to the sums already in Y), nor a GEMM of
-    more than one K-block (partial sums in Y), the rows and pixels kernels aside (their
-    sums are in scratch or registers). A residual dying here then costs no output lines
+    more than one K-block (partial sums in Y), the rows, pixels and winograd kernels
+    aside (their sums are in scratch or registers). A residual dying here then costs no output lines
     of its own: one stream of memory fewer for ResNet's expand convs (0.85-0.97x the
     time each, in the model)."""
     if not _has_residual(ctx) or not _is_f32(ctx):
@@ -425,7 +430,7 @@ def _f32_scratch(ctx, g):
     if kind == "pixels":
         return g.pixels_scratch()
     if kind == "winograd":
-        tiles = g.winograd_chunk_rows() * ((g.out_dims[2] + 1) // 2)
+        tiles = g.winograd_chunk_rows() * g.winograd_grid[1]
         return (_align(4 * 16 * g.cin_g * tiles) + _align(4 * 16 * g.cout_g * tiles)
                 + sgemm_scratch_bytes(g.cout_g, tiles, g.cin_g))
     if kind == "im2col":
