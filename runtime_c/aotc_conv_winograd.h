@@ -5,14 +5,18 @@
  * tile and channel pair where the direct sum takes 36. The 16 elementwise products,
  * summed over input channels, are 16 matrix products U[e] (Cout x Cin, the weights
  * transformed at compile time: aotc/ops/conv.py) times V[e] (Cin x tiles, the input
- * transformed here), run by aotc_sgemm; the output transform then adds the bias, the
- * residual and the activation. An image's tiles go in chunks of `chunk_rows` rows of
- * tiles (aotc/ops/conv.py sizes them: V and M of a chunk about L2-sized), each chunk
- * transformed, multiplied and transformed back in turn. The sums are not the direct kernels' (their rounding
- * differs by a few ulps of the largest term), so exact mode never comes here. Tiles
- * past the output's last row or column are computed and dropped; input outside X is 0.
- * ResNet-50's 3x3 convs ran at the FMA peak in onnxruntime's direct kernel and within
- * 8% of it in aotc's: only fewer multiplies beat that.
+ * transformed here, straight into the GEMM's packed-B layout); the output transform
+ * then adds the bias, the residual and the activation. An image's tiles (row by row)
+ * go in blocks of `block` (whole strips of the GEMM), each transformed, multiplied and
+ * transformed back by one thread, in one of `lanes` runs of consecutive blocks, each
+ * lane with its own scratch: the whole conv is one dispatch (a dispatch per transform
+ * and product cost ResNet-50 7% at two threads). A tile's sums depend neither on its
+ * block nor on its lane, so neither do the results. The sums are not the direct
+ * kernels' (their rounding differs by a few ulps of the largest term), so exact mode
+ * never comes here. Tiles past the output's last row or column are computed and
+ * dropped; input outside X is 0. ResNet-50's 3x3 convs ran at the FMA peak in
+ * onnxruntime's direct kernel and within 8% of it in aotc's: only fewer multiplies
+ * beat that.
  *
  *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   A^T = [1 1 1 0; 0 1 -1 -1] */
 #ifndef AOTC_CONV_WINOGRAD_H_
@@ -24,50 +28,81 @@
 #include "aotc_gemm.h"
 #include "aotc_conv.h"
 
-/* `u`: the transformed weights [16][Cout][Cin]; `residual`: NULL, or a tensor shaped as
- * y (it may be y itself) added before `act`. The conv: one group, 2-D, 3x3, stride 1,
- * no dilation, output rows of at most AOTC_CONV_WINOGRAD_MAX_WIDTH. Scratch, each part
- * 64-byte aligned: V [16][Cin][tiles], M [16][Cout][tiles] (tiles: a chunk's 2x2
- * output blocks, chunk_rows * ceil(out width / 2), ragged ones included), then
- * aotc_sgemm_scratch_bytes(Cout, tiles, Cin). */
-AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t chunk_rows,
+/* `u`: the transformed weights [16][Cout][Cin]; `block`: tiles per block, a multiple
+ * of AOTC_SGEMM_NR; `residual`: NULL, or a tensor shaped as y (it may be y itself)
+ * added before `act`. The conv: one group, 2-D, 3x3, stride 1, no dilation. Scratch:
+ * `lanes` times aotc_conv_winograd_lane_bytes(Cin, Cout, block). */
+AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t block, int64_t lanes,
                                        const float *x, const float *u, const float *bias,
                                        const float *residual, float *y, const aotc_activation *act,
                                        unsigned char *scratch);
 
-#define AOTC_CONV_WINOGRAD_MAX_WIDTH 256   /* output columns: rows kept on the stack */
-
 #ifndef AOTC_ENGINE_EXTERN
+
+/* A lane's scratch, each part 64-byte aligned: V (16 packed Cin x block operands), M
+ * [16][Cout][block], then the products' own scratch. */
+AOTC_FN size_t aotc_conv_winograd_lane_bytes(int64_t cin, int64_t cout, int64_t block) {
+  return aotc_conv_round64_((size_t)(16 * cin * block) * sizeof(float)) +
+         aotc_conv_round64_((size_t)(16 * cout * block) * sizeof(float)) +
+         aotc_sgemm_packed_scratch_bytes(cout, block, cin);
+}
 
 typedef struct {
   const aotc_conv_geom *g;
-  const float *x, *bias, *residual;
-  float *v, *m, *y;
+  const float *x, *u, *bias, *residual;
+  float *y;
   const aotc_activation *act;
-  int64_t n, r0, r1, cols, tiles;   /* the chunk: image n's tile rows [r0, r1), its tiles */
+  unsigned char *scratch;
+  int64_t block, lanes, rows, cols, blocks_per_image, blocks;
 } aotc_conv_winograd_args_;
 
-/* Input channel c (task c) of the chunk: B^T d B of each patch into V. The
- * patch rows are combined first (whole rows, d's columns side by side), then the
- * columns, from the row's even and odd columns apart so that every loop is
- * contiguous. */
-AOTC_FN void aotc_conv_winograd_input_task_(void *arg, int64_t task) {
-  const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
-  const aotc_conv_geom *g = a->g;
-  const int64_t c = task, in_h = g->in[1], in_w = g->in[2];
-  const int64_t cols = a->cols, width = 2 * cols + 2, plane = g->cin_g * a->tiles;
-  const int64_t lo = AOTC_MIN(g->pad[2], width), hi = AOTC_MAX(AOTC_MIN(g->pad[2] + in_w, width), lo);
-  const float *xc = a->x + (a->n * g->cin_g + c) * in_h * in_w;
-  float r[4][AOTC_CONV_WINOGRAD_MAX_WIDTH + 4], t[4][AOTC_CONV_WINOGRAD_MAX_WIDTH + 4];
-  float even[AOTC_CONV_WINOGRAD_MAX_WIDTH / 2 + 2], odd[AOTC_CONV_WINOGRAD_MAX_WIDTH / 2 + 2];
-  int64_t ty, i, j, tx;
-  for (ty = a->r0; ty < a->r1; ty++) {
-    float *v = a->v + c * a->tiles + (ty - a->r0) * cols;
+/* A run of tiles along one tile row: row ty, columns [tx0, tx1), at column `at` of
+ * the block. */
+typedef struct {
+  int64_t ty, tx0, tx1, at;
+} aotc_conv_winograd_run_;
+
+/* The tiles of a strip, from tile t0 of the image's rows x cols grid (column `at` of
+ * the block), as runs: at most AOTC_SGEMM_NR tiles in all, none past the grid.
+ * Returns the count. */
+AOTC_FN int aotc_conv_winograd_runs_(int64_t rows, int64_t cols, int64_t t0, int64_t at,
+                                     aotc_conv_winograd_run_ *runs) {
+  const int64_t end = AOTC_MIN(t0 + AOTC_SGEMM_NR, rows * cols);
+  int64_t t = t0;
+  int n = 0;
+  while (t < end) {
+    aotc_conv_winograd_run_ *r = &runs[n++];
+    r->ty = t / cols;
+    r->tx0 = t % cols;
+    r->tx1 = AOTC_MIN(cols, r->tx0 + end - t);
+    r->at = at + t - t0;
+    t += r->tx1 - r->tx0;
+  }
+  return n;
+}
+
+/* Input channel c of image n over a strip's runs: B^T d B of each patch into row c of
+ * the strip's panels in V (`v`: the strip's panel of e = 0 at the K-block of c, `plane`
+ * floats to the next e; columns past the runs 0). The patch rows are combined first
+ * (whole rows, d's columns side by side), then the columns, from the row's even and
+ * odd columns apart so that every loop is contiguous. */
+AOTC_FN void aotc_conv_winograd_input_(const aotc_conv_geom *g, const float *x, int64_t n, int64_t c,
+                                       const aotc_conv_winograd_run_ *runs, int nruns, float *v,
+                                       int64_t plane) {
+  enum { NR = AOTC_SGEMM_NR };
+  const int64_t in_h = g->in[1], in_w = g->in[2];
+  const float *xc = x + (n * g->cin_g + c) * in_h * in_w;
+  float r[4][2 * NR + 2], t[4][2 * NR + 2], even[NR + 1], odd[NR + 1];
+  int64_t i, j, tx, e, used = 0;
+  int k;
+  for (k = 0; k < nruns; k++) {
+    const aotc_conv_winograd_run_ *run = &runs[k];
+    const int64_t cols = run->tx1 - run->tx0, width = 2 * cols + 2, s = 2 * run->tx0 - g->pad[2];
+    const int64_t lo = AOTC_MIN(AOTC_MAX(-s, 0), width), hi = AOTC_MAX(AOTC_MIN(in_w - s, width), lo);
     for (i = 0; i < 4; i++) {   /* the patch rows: columns [lo, hi) from X, 0 elsewhere */
-      const int64_t iy = 2 * ty - g->pad[1] + i;
-      const int inside = iy >= 0 && iy < in_h;
+      const int64_t iy = 2 * run->ty - g->pad[1] + i;
       for (j = 0; j < width; j++) r[i][j] = 0.0f;
-      if (inside && hi > lo) memcpy(&r[i][lo], xc + iy * in_w + lo - g->pad[2], (size_t)(hi - lo) * sizeof(float));
+      if (iy >= 0 && iy < in_h && hi > lo) memcpy(&r[i][lo], xc + iy * in_w + s + lo, (size_t)(hi - lo) * sizeof(float));
     }
     for (j = 0; j < width; j++) {   /* B^T d */
       t[0][j] = r[0][j] - r[2][j];
@@ -76,7 +111,7 @@ AOTC_FN void aotc_conv_winograd_input_task_(void *arg, int64_t task) {
       t[3][j] = r[1][j] - r[3][j];
     }
     for (i = 0; i < 4; i++) {   /* (B^T d) B: row i of the 4x4 result, e = 4 i + 0..3 */
-      float *v0 = v + 4 * i * plane, *v1 = v0 + plane, *v2 = v1 + plane, *v3 = v2 + plane;
+      float *v0 = v + 4 * i * plane + run->at % NR, *v1 = v0 + plane, *v2 = v1 + plane, *v3 = v2 + plane;
       for (j = 0; j <= cols; j++) {
         even[j] = t[i][2 * j];
         odd[j] = t[i][2 * j + 1];
@@ -88,65 +123,102 @@ AOTC_FN void aotc_conv_winograd_input_task_(void *arg, int64_t task) {
         v3[tx] = odd[tx] - odd[tx + 1];
       }
     }
+    used = run->at % NR + cols;
   }
+  for (e = 0; e < 16; e++)
+    for (tx = used; tx < NR; tx++) v[e * plane + tx] = 0.0f;
 }
 
-/* Output channel o (task o) of the chunk: A^T m A of each tile, + bias, + residual,
- * then the activation, into Y. */
-AOTC_FN void aotc_conv_winograd_output_task_(void *arg, int64_t task) {
-  const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
+/* Output channel o of image n over a strip's runs: A^T m A of each tile, + bias,
+ * + residual, then the activation, into Y (`m`: M of e = 0). */
+AOTC_FN void aotc_conv_winograd_output_(const aotc_conv_winograd_args_ *a, int64_t n, int64_t o,
+                                        const aotc_conv_winograd_run_ *runs, int nruns, const float *m) {
+  enum { NR = AOTC_SGEMM_NR };
   const aotc_conv_geom *g = a->g;
-  const int64_t n = a->n, o = task, oh_n = g->out[1], ow_n = g->out[2];
-  const int64_t cols = a->cols, plane = g->cout_g * a->tiles;
+  const int64_t oh_n = g->out[1], ow_n = g->out[2], plane = g->cout_g * a->block;
   const float bias = a->bias ? a->bias[o] : 0.0f;
-  float s[2][4][AOTC_CONV_WINOGRAD_MAX_WIDTH / 2 + 1], p[AOTC_CONV_WINOGRAD_MAX_WIDTH + 2];
-  int64_t ty, i, j, tx;
-  for (ty = a->r0; ty < a->r1; ty++) {
-    const float *m = a->m + o * a->tiles + (ty - a->r0) * cols;
+  float s[2][4][NR], p[2 * NR];
+  int64_t i, j, tx;
+  int k;
+  for (k = 0; k < nruns; k++) {
+    const aotc_conv_winograd_run_ *run = &runs[k];
+    const int64_t cols = run->tx1 - run->tx0, x0 = 2 * run->tx0, width = AOTC_MIN(2 * cols, ow_n - x0);
+    const float *mo = m + o * a->block + run->at;
     for (j = 0; j < 4; j++) {   /* A^T m: column j of the 2x4 result */
-      const float *m0 = m + j * plane, *m1 = m0 + 4 * plane, *m2 = m1 + 4 * plane, *m3 = m2 + 4 * plane;
+      const float *m0 = mo + j * plane, *m1 = m0 + 4 * plane, *m2 = m1 + 4 * plane, *m3 = m2 + 4 * plane;
       for (tx = 0; tx < cols; tx++) {
         s[0][j][tx] = m0[tx] + m1[tx] + m2[tx];
         s[1][j][tx] = m1[tx] - m2[tx] - m3[tx];
       }
     }
-    for (i = 0; i < 2 && 2 * ty + i < oh_n; i++) {   /* (A^T m) A, row i of the 2x2 */
-      const int64_t at = ((n * g->cout_g + o) * oh_n + 2 * ty + i) * ow_n;
+    for (i = 0; i < 2 && 2 * run->ty + i < oh_n; i++) {   /* (A^T m) A, row i of the 2x2 */
+      const int64_t at = ((n * g->cout_g + o) * oh_n + 2 * run->ty + i) * ow_n + x0;
       float *yr = a->y + at;
       for (tx = 0; tx < cols; tx++) {
         p[2 * tx] = s[i][0][tx] + s[i][1][tx] + s[i][2][tx] + bias;
         p[2 * tx + 1] = s[i][1][tx] - s[i][2][tx] - s[i][3][tx] + bias;
       }
       if (a->residual)
-        for (j = 0; j < ow_n; j++) p[j] += a->residual[at + j];
-      for (j = 0; j < ow_n; j++) yr[j] = p[j];
-      aotc_activation_apply(a->act, yr, ow_n);
+        for (j = 0; j < width; j++) p[j] += a->residual[at + j];
+      for (j = 0; j < width; j++) yr[j] = p[j];
+      aotc_activation_apply(a->act, yr, width);
     }
   }
 }
 
-AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t chunk_rows,
+/* A block's 16 products M[e] = U[e] V[e], on this thread (no pool). Not inlined: into
+ * the lane, GCC followed the driver's packing of B (never taken: V comes packed) and
+ * warned of a loop it could not bound. */
+AOTC_NOINLINE void aotc_conv_winograd_products_(int64_t cout, int64_t cin, int64_t block, const float *u,
+                                                const float *v, float *m, unsigned char *scratch) {
+  int e;
+  for (e = 0; e < 16; e++)
+    aotc_sgemm_packed(NULL, cout, block, cin, u + e * cout * cin, cin, 0, v + e * cin * block,
+                      m + e * cout * block, block, NULL, NULL, scratch);
+}
+
+/* Lane l: its run of blocks, each transformed in (strip by strip), multiplied and
+ * transformed out through the lane's scratch. */
+AOTC_FN void aotc_conv_winograd_lane_(void *arg, int64_t l) {
+  enum { NR = AOTC_SGEMM_NR };
+  const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
+  const aotc_conv_geom *g = a->g;
+  const int64_t cin = g->cin_g, cout = g->cout_g, block = a->block, strips = block / NR;
+  const size_t v_bytes = aotc_conv_round64_((size_t)(16 * cin * block) * sizeof(float));
+  const size_t m_bytes = aotc_conv_round64_((size_t)(16 * cout * block) * sizeof(float));
+  unsigned char *scratch = a->scratch + (size_t)l * aotc_conv_winograd_lane_bytes(cin, cout, block);
+  float *v = (float *)(void *)scratch, *m = (float *)(void *)(scratch + v_bytes);
+  aotc_conv_winograd_run_ runs[NR];
+  int64_t b, s, c, o;
+  for (b = a->blocks * l / a->lanes; b < a->blocks * (l + 1) / a->lanes; b++) {
+    const int64_t n = b / a->blocks_per_image, t0 = b % a->blocks_per_image * block;
+    for (s = 0; s < strips; s++) {
+      const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, t0 + s * NR, s * NR, runs);
+      for (c = 0; c < cin; c++) {
+        const int64_t pc = c / AOTC_SGEMM_KC * AOTC_SGEMM_KC;
+        aotc_conv_winograd_input_(g, a->x, n, c, runs, nruns,
+                                  v + aotc_sgemm_packed_strip_(strips, cin, pc, s) + (c - pc) * NR, cin * block);
+      }
+    }
+    aotc_conv_winograd_products_(cout, cin, block, a->u, v, m, scratch + v_bytes + m_bytes);
+    for (s = 0; s < strips; s++) {
+      const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, t0 + s * NR, s * NR, runs);
+      for (o = 0; o < cout; o++) aotc_conv_winograd_output_(a, n, o, runs, nruns, m);
+    }
+  }
+}
+
+AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t block, int64_t lanes,
                                        const float *x, const float *u, const float *bias,
                                        const float *residual, float *y, const aotc_activation *act,
                                        unsigned char *scratch) {
-  const int64_t cin = g->cin_g, cout = g->cout_g, rows = (g->out[1] + 1) / 2, cols = (g->out[2] + 1) / 2;
-  const size_t v_bytes = aotc_conv_round64_((size_t)(16 * cin * chunk_rows * cols) * sizeof(float));
-  const size_t m_bytes = aotc_conv_round64_((size_t)(16 * cout * chunk_rows * cols) * sizeof(float));
-  aotc_conv_winograd_args_ a = {.g = g, .x = x, .bias = bias, .residual = residual, .y = y, .act = act,
-                                .cols = cols};
-  int e;
-  a.v = (float *)(void *)scratch;
-  a.m = (float *)(void *)(scratch + v_bytes);
-  for (a.n = 0; a.n < g->batch; a.n++)
-    for (a.r0 = 0; a.r0 < rows; a.r0 = a.r1) {
-      a.r1 = AOTC_MIN(a.r0 + chunk_rows, rows);
-      a.tiles = (a.r1 - a.r0) * a.cols;
-      aotc_parallel_for(pool, cin, aotc_conv_winograd_input_task_, &a);
-      for (e = 0; e < 16; e++)
-        aotc_sgemm(pool, cout, a.tiles, cin, u + e * cout * cin, cin, 0, a.v + e * cin * a.tiles, a.tiles, 0,
-                   a.m + e * cout * a.tiles, a.tiles, NULL, NULL, scratch + v_bytes + m_bytes);
-      aotc_parallel_for(pool, cout, aotc_conv_winograd_output_task_, &a);
-    }
+  const int64_t rows = (g->out[1] + 1) / 2, cols = (g->out[2] + 1) / 2;
+  const int64_t blocks_per_image = (rows * cols + block - 1) / block;
+  aotc_conv_winograd_args_ a = {.g = g, .x = x, .u = u, .bias = bias, .residual = residual, .y = y,
+                                .act = act, .scratch = scratch, .block = block, .lanes = lanes,
+                                .rows = rows, .cols = cols, .blocks_per_image = blocks_per_image,
+                                .blocks = g->batch * blocks_per_image};
+  aotc_parallel_for(pool, lanes, aotc_conv_winograd_lane_, &a);
 }
 
 #endif /* AOTC_ENGINE_EXTERN */

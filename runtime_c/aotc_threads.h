@@ -3,7 +3,9 @@
  * aotc_parallel_for(pool, count, fn, arg) calls fn(arg, i) once for every i in
  * [0, count), spread over the pool's threads and the caller. How work is cut into
  * the `count` pieces is the caller's business and must depend on the shape only, so
- * results never depend on the thread count. Nothing is allocated per dispatch.
+ * results never depend on the thread count. Nothing is allocated per dispatch. A NULL
+ * pool runs every piece on the calling thread (a kernel's task that calls another
+ * kernel).
  *
  * A pool serves one dispatch at a time; a second concurrent dispatch (another run of
  * the same model on another thread) simply runs its pieces on its own thread.
@@ -253,7 +255,7 @@ AOTC_FN int aotc_pool_threads(aotc_pool *p) { return p->nworkers + 1; }
 AOTC_FN void aotc_parallel_for(aotc_pool *p, int64_t count, aotc_task_fn fn, void *arg) {
   int64_t i, joined;
   int woke;
-  if (count > 1 && count <= 0x7FFFFFFF && p->nworkers > 0) {   /* (next holds 32-bit ends) */
+  if (p && count > 1 && count <= 0x7FFFFFFF && p->nworkers > 0) {   /* (next holds 32-bit ends) */
     pthread_mutex_lock(&p->lock);
     if (!p->busy) {
       int64_t generation = (AOTC_POOL_GENERATION_(AOTC_POOL_LOAD_(p, ticket)) + 1) & 0x7FFFFFFF;

@@ -264,8 +264,10 @@ def test_rows_kernel_with_run_time_weights():
     ((1, 240, 3, 15), (40, 240, 1, 1), {}, "pixels"),
     ((1, 300, 3, 15), (8, 300, 1, 1), {}, "rows"),
     ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "implicit"),
-    # 3x3 stride 1 with 32 or more channels in and out and 49 or more 2x2 output tiles
-    ((1, 128, 40, 40), (300, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
+    # 3x3 stride 1 with 32 or more channels in and out, 49 or more 2x2 output tiles and
+    # transformed weights within 1 MiB (64 bytes per channel pair)
+    ((1, 128, 40, 40), (128, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
+    ((1, 128, 40, 40), (129, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
     ((1, 32, 13, 14), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
     ((1, 31, 13, 14), (32, 31, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
     ((1, 32, 12, 12), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),   # 36 tiles
@@ -379,6 +381,7 @@ def _winograd_model(x_shape, w_shape, pads, act, residual):
     ((2, 48, 17, 13), (40, 48, 3, 3), [1, 0, 2, 1], "Clip", False),    # odd sizes: ragged tiles
     ((1, 32, 15, 16), (36, 32, 3, 3), [0, 2, 0, 1], "Sigmoid", True),  # activation after the store
     ((1, 40, 14, 15), (32, 40, 3, 3), [1, 1, 1, 1], "Identity", False),
+    ((1, 300, 14, 14), (32, 300, 3, 3), [1, 1, 1, 1], "Relu", False),     # two K-blocks
 ])
 def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_path, x_shape, w_shape, pads,
                                                                          act, residual):

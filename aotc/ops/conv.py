@@ -51,10 +51,20 @@ ROWS_WEIGHT_RATIO = 1.0           # see ConvGeometry.rows_pay_off
 # implicit and rows kernels; past it (the 14x14 and 7x7 stages, 2.4 and 9.4 MB) 1.03-1.26x.
 PIXELS_MAX_WEIGHT_BYTES = 1 << 20
 PIXELS_1X1_MIN_WIDTH = 14      # output columns: whole tiles of 14 pixels on AVX-512
-WINOGRAD_MAX_WIDTH = 256       # output columns (AOTC_CONV_WINOGRAD_MAX_WIDTH)
 WINOGRAD_MIN_CHANNELS = 32     # input and output channels, each
 WINOGRAD_MIN_TILES = 49        # 2x2 output tiles per image: 14x14 outputs and up
-WINOGRAD_BUDGET_BYTES = 1 << 20   # a chunk's transformed input and products: about L2
+# The transformed weights (16/9 of the weights) are read again for each block of tiles:
+# past L2 they came from memory, and ResNet-50's 256 -> 256 convs at 14x14 (4 MiB) took
+# 1.01-1.06x the rows kernel's time in the model (0.80x alone, weights hot).
+WINOGRAD_MAX_WEIGHT_BYTES = 1 << 20
+# Runs of tile blocks, each with its own scratch: up to this many threads share a conv.
+WINOGRAD_LANES = 4
+# A block's transformed input and products (64 bytes per tile and channel, in and out):
+# about half of L2, beside the weights. Whole strips of the GEMM, at most
+# WINOGRAD_MAX_STRIPS: 64 -> 64 at 56x56 took 0.94x the time in blocks of 64 tiles
+# (512 KiB) than of 32, 128 -> 128 at 28x28 1.10x.
+WINOGRAD_BLOCK_BYTES = 512 << 10
+WINOGRAD_MAX_STRIPS = 4
 # G (4x3): the weights' transform of Winograd's F(2x2, 3x3), U = G g G^T
 WINOGRAD_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 
@@ -122,29 +132,36 @@ class ConvGeometry:
     @property
     def winograd_fits(self):
         """Fast mode, 3x3, stride 1, undilated, 2-D, one group, weights known here, at
-        least WINOGRAD_MIN_CHANNELS in and out and WINOGRAD_MIN_TILES tiles an image, rows
-        of at most WINOGRAD_MAX_WIDTH. (ResNet-50's 7x7 convs, 16 tiles, stay on the rows
-        kernel: products of 16 columns.)"""
+        least WINOGRAD_MIN_CHANNELS in and out and WINOGRAD_MIN_TILES tiles an image,
+        transformed weights of at most WINOGRAD_MAX_WEIGHT_BYTES. (ResNet-50's 7x7 convs,
+        16 tiles, and 14x14 ones, 4 MiB, stay on the rows kernel.)"""
         rows, cols = self.winograd_grid
         return (not self.exact and self.const_weights and self.group == 1
                 and self.kernel == (1, 3, 3) and self.strides == (1, 1, 1)
                 and all(d == 1 for d in self.dilations) and self.in_dims[0] == self.out_dims[0] == 1
                 and min(self.cin_g, self.cout_g) >= WINOGRAD_MIN_CHANNELS
-                and rows * cols >= WINOGRAD_MIN_TILES and self.out_dims[2] <= WINOGRAD_MAX_WIDTH)
+                and rows * cols >= WINOGRAD_MIN_TILES
+                and 64 * self.cin_g * self.cout_g <= WINOGRAD_MAX_WEIGHT_BYTES)
 
     @property
     def winograd_grid(self):
         """(rows, columns) of an image's 2x2 output tiles, ragged ones included."""
         return (self.out_dims[1] + 1) // 2, (self.out_dims[2] + 1) // 2
 
-    def winograd_chunk_rows(self):
-        """Rows of 2x2 tiles per chunk of aotc_conv_winograd: as many as keep the chunk's
-        V and M (64 bytes per tile and channel, in and out) within WINOGRAD_BUDGET_BYTES,
-        at least one, the image's rows cut evenly."""
+    def winograd_block(self):
+        """Tiles per block of aotc_conv_winograd: whole strips of NR, as many as keep its
+        transformed input and products within WINOGRAD_BLOCK_BYTES (at least one, at
+        most WINOGRAD_MAX_STRIPS, and no more than an image's tiles need)."""
+        from .matmul import NR
         rows, cols = self.winograd_grid
-        fit = max(1, WINOGRAD_BUDGET_BYTES // (64 * (self.cin_g + self.cout_g) * cols))
-        chunks = -(-rows // fit)
-        return -(-rows // chunks)
+        fit = WINOGRAD_BLOCK_BYTES // (64 * (self.cin_g + self.cout_g) * NR)
+        return NR * max(1, min(fit, WINOGRAD_MAX_STRIPS, -(-rows * cols // NR)))
+
+    def winograd_lanes(self):
+        """Lanes of aotc_conv_winograd: WINOGRAD_LANES, or one per block where there
+        are fewer blocks."""
+        rows, cols = self.winograd_grid
+        return min(WINOGRAD_LANES, self.batch * -(-rows * cols // self.winograd_block()))
 
     @property
     def implicit_fits(self):
@@ -430,9 +447,10 @@ def _f32_scratch(ctx, g):
     if kind == "pixels":
         return g.pixels_scratch()
     if kind == "winograd":
-        tiles = g.winograd_chunk_rows() * g.winograd_grid[1]
-        return (_align(4 * 16 * g.cin_g * tiles) + _align(4 * 16 * g.cout_g * tiles)
-                + sgemm_scratch_bytes(g.cout_g, tiles, g.cin_g))
+        block = g.winograd_block()
+        lane = (_align(4 * 16 * g.cin_g * block) + _align(4 * 16 * g.cout_g * block)
+                + sgemm_packed_scratch_bytes(g.cout_g, block, g.cin_g))
+        return g.winograd_lanes() * lane
     if kind == "im2col":
         block = g.block_columns()
         packed_block = _align(4 * g.k * ((block + NR - 1) // NR * NR))
@@ -496,7 +514,7 @@ def _f32_call(ctx, g, x, w, bias, y, act, scratch):
         return (f"aotc_conv_rows({ctx.pool}, {g.c_literal()}, {g.row_tile()}, {x}, {w}, "
                 f"{packed}, {bias}, {residual}, {y}, {act}, {scratch});")
     if kind == "winograd":
-        return (f"aotc_conv_winograd({ctx.pool}, {g.c_literal()}, {g.winograd_chunk_rows()}, {x}, "
+        return (f"aotc_conv_winograd({ctx.pool}, {g.c_literal()}, {g.winograd_block()}, {g.winograd_lanes()}, {x}, "
                 f"{ctx.const(winograd_weights(w))}, "
                 f"{bias}, {residual}, {y}, {act}, {scratch});")
     if kind == "pixels":
