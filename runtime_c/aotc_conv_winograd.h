@@ -156,7 +156,8 @@ AOTC_FN void aotc_conv_winograd_input_(const aotc_conv_geom *g, const float *x, 
     for (i = 0; i < 4; i++) {   /* the patch rows: columns [lo, hi) from X, 0 elsewhere */
       const int64_t iy = 2 * run->ty - g->pad[1] + i;
       for (j = 0; j < width; j++) r[i][j] = 0.0f;
-      if (iy >= 0 && iy < in_h && hi > lo) memcpy(&r[i][lo], xc + iy * in_w + s + lo, (size_t)(hi - lo) * sizeof(float));
+      if (iy >= 0 && iy < in_h && hi > lo)
+        memcpy(&r[i][lo], xc + iy * in_w + s + lo, (size_t)(hi - lo) * sizeof(float));
     }
     for (j = 0; j < width; j++) {   /* B^T d */
       t[0][j] = r[0][j] - r[2][j];
@@ -201,7 +202,8 @@ AOTC_INLINE_ALWAYS void aotc_conv_winograd_output16_(const aotc_conv_winograd_ar
   __m512 s[2][4];
   int i, j;
   for (j = 0; j < 4; j++) {   /* A^T m: column j of the 2x4 result */
-    const __m512 m0 = _mm512_maskz_loadu_ps(in, m + j * plane), m1 = _mm512_maskz_loadu_ps(in, m + (4 + j) * plane);
+    const __m512 m0 = _mm512_maskz_loadu_ps(in, m + j * plane);
+    const __m512 m1 = _mm512_maskz_loadu_ps(in, m + (4 + j) * plane);
     const __m512 m2 = _mm512_maskz_loadu_ps(in, m + (8 + j) * plane);
     const __m512 m3 = _mm512_maskz_loadu_ps(in, m + (12 + j) * plane);
     s[0][j] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);

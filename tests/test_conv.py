@@ -382,6 +382,7 @@ def _winograd_model(x_shape, w_shape, pads, act, residual):
     ((1, 32, 15, 16), (36, 32, 3, 3), [0, 2, 0, 1], "Sigmoid", True),  # activation after the store
     ((1, 40, 14, 15), (32, 40, 3, 3), [1, 1, 1, 1], "Identity", False),
     ((1, 300, 14, 14), (32, 300, 3, 3), [1, 1, 1, 1], "Relu", False),     # two K-blocks
+    ((1, 32, 3, 519), (32, 32, 3, 3), [1, 1, 1, 1], "Relu", True),       # rows across blocks
 ])
 def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_path, x_shape, w_shape, pads,
                                                                          act, residual):
@@ -397,6 +398,16 @@ def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_pat
     assert aotc.compile(model, threads=2).run(feeds)["y"].tobytes() == got.tobytes()
     aotc.compile(model, out_dir=tmp_path / "exact", name="wino", mode="exact")
     assert "aotc_conv_winograd(" not in (tmp_path / "exact" / "wino.c").read_text()
+
+
+@pytest.mark.parametrize("target", ["avx2", "generic"])
+def test_winograd_transforms_off_avx512_match_ort(target):
+    """The AVX2 and portable builds' transforms (loops over runs of tiles, where
+    AVX-512 takes 16 tiles a vector): ragged tiles, pads, a residual, rows across
+    blocks."""
+    model, feeds = _winograd_model((2, 33, 9, 135), (34, 33, 3, 3), [2, 0, 1, 1], "Clip", True)
+    got = aotc.compile(model, target=target).run(feeds)["y"]
+    assert relative_error(got, run_ort(model, feeds)["y"]) < 1e-5
 
 
 @pytest.mark.skipif(CC is None, reason="no C compiler")

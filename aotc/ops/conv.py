@@ -514,8 +514,8 @@ def _f32_call(ctx, g, x, w, bias, y, act, scratch):
         return (f"aotc_conv_rows({ctx.pool}, {g.c_literal()}, {g.row_tile()}, {x}, {w}, "
                 f"{packed}, {bias}, {residual}, {y}, {act}, {scratch});")
     if kind == "winograd":
-        return (f"aotc_conv_winograd({ctx.pool}, {g.c_literal()}, {g.winograd_block()}, {g.winograd_lanes()}, {x}, "
-                f"{ctx.const(winograd_weights(w))}, "
+        return (f"aotc_conv_winograd({ctx.pool}, {g.c_literal()}, {g.winograd_block()}, "
+                f"{g.winograd_lanes()}, {x}, {ctx.const(winograd_weights(w))}, "
                 f"{bias}, {residual}, {y}, {act}, {scratch});")
     if kind == "pixels":
         return (f"aotc_conv_pixels({ctx.pool}, {g.c_literal()}, {x}, {ctx.const(pack_weights(g, w))}, "
