@@ -39,11 +39,15 @@ AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g,
 
 #ifndef AOTC_ENGINE_EXTERN
 
-/* A lane's scratch, each part 64-byte aligned: V (16 packed Cin x block operands), M
- * [16][Cout][block], then the products' own scratch. */
+/* Bytes of 16 channels x block operands (V or M) in a lane's scratch, 64-byte aligned. */
+AOTC_FN size_t aotc_conv_winograd_part_bytes_(int64_t channels, int64_t block) {
+  return aotc_conv_round64_((size_t)(16 * channels * block) * sizeof(float));
+}
+
+/* A lane's scratch: V (16 packed Cin x block operands), M [16][Cout][block], then the
+ * products' own scratch. */
 AOTC_FN size_t aotc_conv_winograd_lane_bytes(int64_t cin, int64_t cout, int64_t block) {
-  return aotc_conv_round64_((size_t)(16 * cin * block) * sizeof(float)) +
-         aotc_conv_round64_((size_t)(16 * cout * block) * sizeof(float)) +
+  return aotc_conv_winograd_part_bytes_(cin, block) + aotc_conv_winograd_part_bytes_(cout, block) +
          aotc_sgemm_packed_scratch_bytes(cout, block, cin);
 }
 
@@ -288,8 +292,8 @@ AOTC_FN void aotc_conv_winograd_lane_(void *arg, int64_t l) {
   const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
   const aotc_conv_geom *g = a->g;
   const int64_t cin = g->cin_g, cout = g->cout_g, block = a->block, strips = block / NR;
-  const size_t v_bytes = aotc_conv_round64_((size_t)(16 * cin * block) * sizeof(float));
-  const size_t m_bytes = aotc_conv_round64_((size_t)(16 * cout * block) * sizeof(float));
+  const size_t v_bytes = aotc_conv_winograd_part_bytes_(cin, block);
+  const size_t m_bytes = aotc_conv_winograd_part_bytes_(cout, block);
   unsigned char *scratch = a->scratch + (size_t)l * aotc_conv_winograd_lane_bytes(cin, cout, block);
   float *v = (float *)(void *)scratch, *m = (float *)(void *)(scratch + v_bytes);
   aotc_conv_winograd_run_ runs[NR];

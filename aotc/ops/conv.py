@@ -51,6 +51,7 @@ ROWS_WEIGHT_RATIO = 1.0           # see ConvGeometry.rows_pay_off
 # implicit and rows kernels; past it (the 14x14 and 7x7 stages, 2.4 and 9.4 MB) 1.03-1.26x.
 PIXELS_MAX_WEIGHT_BYTES = 1 << 20
 PIXELS_1X1_MIN_WIDTH = 14      # output columns: whole tiles of 14 pixels on AVX-512
+WINOGRAD_TERM_BYTES = 16 * 4   # per channel pair (weights) or per tile and channel (V, M)
 WINOGRAD_MIN_CHANNELS = 32     # input and output channels, each
 WINOGRAD_MIN_TILES = 49        # 2x2 output tiles per image: 14x14 outputs and up
 # The transformed weights (16/9 of the weights) are read again for each block of tiles:
@@ -59,7 +60,7 @@ WINOGRAD_MIN_TILES = 49        # 2x2 output tiles per image: 14x14 outputs and u
 WINOGRAD_MAX_WEIGHT_BYTES = 1 << 20
 # Runs of tile blocks, each with its own scratch: up to this many threads share a conv.
 WINOGRAD_LANES = 4
-# A block's transformed input and products (64 bytes per tile and channel, in and out):
+# A block's transformed input and products (WINOGRAD_TERM_BYTES per tile and channel):
 # about half of L2, beside the weights. Whole strips of the GEMM, at most
 # WINOGRAD_MAX_STRIPS: 64 -> 64 at 56x56 took 0.94x the time in blocks of 64 tiles
 # (512 KiB) than of 32, 128 -> 128 at 28x28 1.10x.
@@ -141,7 +142,7 @@ class ConvGeometry:
                 and all(d == 1 for d in self.dilations) and self.in_dims[0] == self.out_dims[0] == 1
                 and min(self.cin_g, self.cout_g) >= WINOGRAD_MIN_CHANNELS
                 and rows * cols >= WINOGRAD_MIN_TILES
-                and 64 * self.cin_g * self.cout_g <= WINOGRAD_MAX_WEIGHT_BYTES)
+                and WINOGRAD_TERM_BYTES * self.cin_g * self.cout_g <= WINOGRAD_MAX_WEIGHT_BYTES)
 
     @property
     def winograd_grid(self):
@@ -154,7 +155,7 @@ class ConvGeometry:
         most WINOGRAD_MAX_STRIPS, and no more than an image's tiles need)."""
         from .matmul import NR
         rows, cols = self.winograd_grid
-        fit = WINOGRAD_BLOCK_BYTES // (64 * (self.cin_g + self.cout_g) * NR)
+        fit = WINOGRAD_BLOCK_BYTES // (WINOGRAD_TERM_BYTES * (self.cin_g + self.cout_g) * NR)
         return NR * max(1, min(fit, WINOGRAD_MAX_STRIPS, -(-rows * cols // NR)))
 
     def winograd_lanes(self):
@@ -409,9 +410,9 @@ def residual_in_place(ctx):
     kernels that read each residual element before they write that element of Y: not
     the direct kernel (it adds the residual to the sums already in Y), nor a GEMM of
     more than one K-block (partial sums in Y), the rows, pixels and winograd kernels
-    aside (their sums are in scratch or registers). A residual dying here then costs no output lines
-    of its own: one stream of memory fewer for ResNet's expand convs (0.85-0.97x the
-    time each, in the model)."""
+    aside (their sums are in scratch or registers). A residual dying here then costs no
+    output lines of its own: one stream of memory fewer for ResNet's expand convs
+    (0.85-0.97x the time each, in the model)."""
     if not _has_residual(ctx) or not _is_f32(ctx):
         return ()
     from .matmul import KC
@@ -448,8 +449,8 @@ def _f32_scratch(ctx, g):
         return g.pixels_scratch()
     if kind == "winograd":
         block = g.winograd_block()
-        lane = (_align(4 * 16 * g.cin_g * block) + _align(4 * 16 * g.cout_g * block)
-                + sgemm_packed_scratch_bytes(g.cout_g, block, g.cin_g))
+        v, m = (_align(WINOGRAD_TERM_BYTES * channels * block) for channels in (g.cin_g, g.cout_g))
+        lane = v + m + sgemm_packed_scratch_bytes(g.cout_g, block, g.cin_g)
         return g.winograd_lanes() * lane
     if kind == "im2col":
         block = g.block_columns()
