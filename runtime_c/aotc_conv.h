@@ -180,6 +180,7 @@ typedef struct {
   int64_t rows_per_task, row_tasks, channels_per_task;   /* a task: channels x rows */
   int64_t inner_lo, inner_hi;   /* output columns where every kx tap is inside the row */
   const struct aotc_conv_flat_ *flat;   /* AVX-512 3x3 planes, NULL: row by row */
+  int slide;                            /* AVX-512 3x3 stride-1 planes by sliding rows */
   const struct aotc_conv_s2_ *s2;       /* AVX-512 3x3 stride-2 rows, NULL: the row kernel */
   const struct aotc_conv_band_ *band;   /* 3x3 over zero-bordered bands, NULL: the row kernel */
   const struct aotc_conv_lanes_ *lanes; /* 3x3 small planes, AOTC_VW channels at once, or NULL */
@@ -643,7 +644,7 @@ AOTC_INLINE_ALWAYS __m512 aotc_conv_s2_block_(const aotc_conv_s2_ *s2, int64_t b
 }
 
 /* Output rows [r0, r1) of one channel (y: its output plane). Compiled on its own, as
- * aotc_conv_flat_channels_ (below) is. */
+ * aotc_conv_planes_ (below) is. */
 AOTC_NOINLINE void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s2_ *s2, const float *plane,
                                       const float *w, float bias, float *y, int64_t r0, int64_t r1,
                                       const aotc_activation *act) {
@@ -958,20 +959,115 @@ AOTC_FN void aotc_conv_direct_rows_(const aotc_conv_direct_args_ *a, const float
 }
 
 #if defined(AOTC_SGEMM_PATH_AVX512)
-/* Whole output planes [c0, c1) (n * Cout + co) by the flat kernel. Compiled once, on
- * its own: inlined into its callers, its loop's registers went with theirs (it took
- * 1.3x the time after a change to the stride-2 kernel beside it); called per channel,
- * 7x7 planes paid for the call. */
-AOTC_NOINLINE void aotc_conv_flat_channels_(const aotc_conv_direct_args_ *a, int64_t c0, int64_t c1) {
+/* ---- 3x3 depthwise, stride 1, AVX-512: rows slid a lane each way -------------------- */
+
+/* Planes that keep their size (pad 1 all round) and are at least 12 columns wide (no
+ * more than a quarter of a row's lanes idle): AOTC_CONV_SLIDE_ROWS output rows at a
+ * time, 16 columns a vector. Each input row they read is loaded once per 16 columns;
+ * its left and right taps are that vector slid one lane with its neighbour (valignd),
+ * the lanes past either end of the row zeros. The flat kernel's nine unaligned, masked
+ * loads per 16 outputs, each output's nine products one chain, took 1.4x the time at
+ * 56 and 112 columns, 1.2-1.3x at 28 and 14 (one thread, alone, inputs from L3); it is
+ * kept for narrower planes, whose rows would leave most lanes idle. A padding column
+ * adds w * 0, which leaves the sum as it was (it is never -0) for finite w, and padding
+ * rows are skipped: every output is the row kernel's sum in its order (from +0, taps in
+ * (ky, kx) order, then the bias). A channel with a weight that is not finite goes row
+ * by row. */
+#define AOTC_CONV_SLIDE_ROWS 3   /* output rows at a time: 2 and 4 were no faster */
+
+AOTC_FN int aotc_conv_slide_fits_(const aotc_conv_geom *g) {
+  return g->kernel[0] == 1 && g->in[0] == 1 && g->out[0] == 1 && g->kernel[1] == 3 && g->kernel[2] == 3 &&
+         g->dilation[1] == 1 && g->dilation[2] == 1 && g->stride[1] == 1 && g->stride[2] == 1 &&
+         g->pad[1] == 1 && g->pad[2] == 1 && g->out[1] == g->in[1] && g->out[2] == g->in[2] &&
+         4 * g->out[2] >= 3 * 16 * ((g->out[2] + 15) / 16);
+}
+
+/* [prev[15], cur[0..14]] and [cur[1..15], next[0]]: the row's left and right taps. */
+AOTC_INLINE_ALWAYS __m512 aotc_conv_slide_left_(__m512 cur, __m512 prev) {
+  return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(cur), _mm512_castps_si512(prev), 15));
+}
+AOTC_INLINE_ALWAYS __m512 aotc_conv_slide_right_(__m512 next, __m512 cur) {
+  return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(next), _mm512_castps_si512(cur), 1));
+}
+
+/* One channel's output plane y from its input plane (h x w both). */
+AOTC_FN void aotc_conv_slide_plane_(int64_t h, int64_t w, const float *plane, const float *wk, float bias,
+                                    float *y, const aotc_activation *act) {
+  enum { R = AOTC_CONV_SLIDE_ROWS, IN = AOTC_CONV_SLIDE_ROWS + 2 };   /* output, input rows */
+  const int64_t blocks = (w + 15) / 16;
+  const __mmask16 last = aotc_v_mask_(w - 16 * (blocks - 1));   /* the last block's columns */
+  const aotc_conv_dw_epilogue_ e = aotc_conv_dw_epilogue_init_(act, bias);
+  __m512 wv[9];
+  int64_t oh, b;
+  int t, i, j;
+  for (t = 0; t < 9; t++) wv[t] = _mm512_set1_ps(wk[t]);
+  for (oh = 0; oh < h; oh += R) {
+    const int rows = (int)AOTC_MIN(R, h - oh);
+    const float *row[IN];
+    int inside[IN];   /* input row oh - 1 + i is in the plane and read */
+    __m512 prev[IN], cur[IN], next[IN];
+    for (i = 0; i < IN; i++) {
+      const int64_t iy = oh - 1 + i;
+      inside[i] = iy >= 0 && iy < h && i < rows + 2;
+      row[i] = plane + (inside[i] ? iy : 0) * w;
+      prev[i] = _mm512_setzero_ps();
+      cur[i] = _mm512_maskz_loadu_ps(blocks == 1 ? last : (__mmask16)0xFFFF, row[i]);
+    }
+    for (b = 0; b < blocks; b++) {
+      const __mmask16 ahead = b + 1 >= blocks ? 0 : b + 2 == blocks ? last : (__mmask16)0xFFFF;
+      const __mmask16 store = b + 1 == blocks ? last : (__mmask16)0xFFFF;
+      __m512 acc[R];
+      AOTC_UNROLL(3)
+      for (j = 0; j < R; j++) acc[j] = _mm512_setzero_ps();
+      AOTC_UNROLL(5)
+      for (i = 0; i < IN; i++) {
+        __m512 left, right;
+        next[i] = _mm512_maskz_loadu_ps(ahead, row[i] + 16 * (b + 1));
+        if (!inside[i]) continue;
+        left = aotc_conv_slide_left_(cur[i], prev[i]);
+        right = aotc_conv_slide_right_(next[i], cur[i]);
+        AOTC_UNROLL(3)
+        for (j = 0; j < R; j++) {   /* input row i is tap row i - j of output row j */
+          const int ky = i - j;
+          if (ky < 0 || ky > 2) continue;
+          acc[j] = AOTC_V_MADD(wv[3 * ky], left, acc[j]);
+          acc[j] = AOTC_V_MADD(wv[3 * ky + 1], cur[i], acc[j]);
+          acc[j] = AOTC_V_MADD(wv[3 * ky + 2], right, acc[j]);
+        }
+      }
+      for (j = 0; j < rows; j++) _mm512_mask_storeu_ps(y + (oh + j) * w + 16 * b, store, aotc_conv_dw_finish_(&e, acc[j]));
+      AOTC_UNROLL(5)
+      for (i = 0; i < IN; i++) {
+        prev[i] = cur[i];
+        cur[i] = next[i];
+      }
+    }
+  }
+  if (!e.in_registers) {
+    aotc_activation_apply(act, y, h * w);
+    aotc_conv_canon_(y, h * w);
+  }
+}
+#endif
+
+#if defined(AOTC_SGEMM_PATH_AVX512)
+/* Whole output planes [c0, c1) (n * Cout + co) by the slide kernel, else the flat one
+ * (else row by row). Compiled once, on its own: inlined into its callers, its loop's
+ * registers went with theirs (it took 1.3x the time after a change to the stride-2
+ * kernel beside it); called per channel, 7x7 planes paid for the call. */
+AOTC_NOINLINE void aotc_conv_planes_(const aotc_conv_direct_args_ *a, int64_t c0, int64_t c1) {
   const aotc_conv_geom *g = a->g;
   const int64_t cout = g->cout_g * g->group, plane_out = aotc_conv_volume_(g->out);
   int64_t channel;
   for (channel = c0; channel < c1; channel++) {
     const int64_t co = channel % cout, n = channel / cout;
     const float *plane = a->x + (n * g->group + co / g->cout_g) * aotc_conv_volume_(g->in);
+    const float *wk = a->w + co * aotc_conv_volume_(g->kernel);
+    const float bias = a->bias ? a->bias[co] : 0.0f;
     float *y = a->y + channel * plane_out;
-    aotc_conv_flat_plane_(g, a->flat, plane, a->w + co * aotc_conv_volume_(g->kernel),
-                          a->bias ? a->bias[co] : 0.0f, y, a->act);
+    if (a->slide && aotc_conv_weights_finite_(wk, 9)) aotc_conv_slide_plane_(g->out[1], g->out[2], plane, wk, bias, y, a->act);
+    else if (a->flat) aotc_conv_flat_plane_(g, a->flat, plane, wk, bias, y, a->act);
+    else aotc_conv_direct_rows_(a, plane, wk, bias, y, 0, g->out[1]);
     if (a->residual) aotc_conv_add_residual_(y, y, a->residual + channel * plane_out, plane_out, a->res_act);
   }
 }
@@ -995,8 +1091,8 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   }
 #endif
 #if defined(AOTC_SGEMM_PATH_AVX512)
-  if (a->flat) {   /* whole planes */
-    aotc_conv_flat_channels_(a, c0, c1);
+  if (a->slide || a->flat) {   /* whole planes */
+    aotc_conv_planes_(a, c0, c1);
     return;
   }
 #endif
@@ -1052,11 +1148,13 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
   a.res_act = act;
   a.y = y;
   a.flat = NULL;
+  a.slide = 0;
   a.s2 = NULL;
   a.band = NULL;
   a.lanes = NULL;
 #if defined(AOTC_SGEMM_PATH_AVX512)
-  if (aotc_conv_flat_plan_(g, &flat)) a.flat = &flat;
+  if (aotc_conv_slide_fits_(g)) a.slide = 1;
+  else if (aotc_conv_flat_plan_(g, &flat)) a.flat = &flat;
   else if (aotc_conv_s2_plan_(g, &s2)) a.s2 = &s2;
   /* 16 channels at a time for stride-2 planes of at most 14 output columns */
   lanes_pay = g->stride[1] == 2 && g->stride[2] == 2 && g->out[2] <= AOTC_CONV_LANES_AVX512_MAX_WIDTH;
@@ -1069,7 +1167,7 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
   if (lanes_pay && aotc_conv_lanes_plan_(g, &lanes) && aotc_conv_weights_finite_(w, g->cout_g * g->group * 9))
     a.lanes = &lanes;
 #endif
-  a.rows_per_task = a.flat || a.lanes ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
+  a.rows_per_task = a.slide || a.flat || a.lanes ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
   a.row_tasks = (rows + a.rows_per_task - 1) / a.rows_per_task;
   /* planes smaller than a task: whole planes, several to a task */
   a.channels_per_task = a.row_tasks > 1 ? 1 : AOTC_MAX(1, AOTC_CONV_DIRECT_TASK / AOTC_MAX(rows * ow_n, 1));

@@ -687,6 +687,40 @@ def test_depthwise_inner_vectors_without_masks_keep_the_bits():
         assert np.isnan(want[name]).any(), name
 
 
+def test_depthwise_slide_kernel_keeps_the_row_kernels_bits():
+    """AVX-512 stride-1 3x3 depthwise planes that keep their size and are at least 12
+    columns wide go three output rows at a time, each input row slid a lane each way.
+    Heights that leave one or two rows over, a single row, widths of one ragged vector
+    to several, Clip in registers, Sigmoid after the store, a residual Add, infinities
+    and a NaN in the input: ONNX Runtime's values; in exact mode the generic path's
+    bits; in fast mode the same bits at 1 and 2 threads."""
+    n = helper.make_node
+    shapes = [(1, 3, 1, 16), (1, 2, 2, 33), (1, 4, 5, 12), (2, 3, 8, 14), (1, 3, 10, 24),
+              (1, 2, 11, 56), (1, 2, 4, 112), (1, 1, 7, 130)]
+    nodes, inits, inputs, outputs = [], {}, [], []
+    for i, x_shape in enumerate(shapes):
+        c = x_shape[1]
+        inits[f"w{i}"], inits[f"b{i}"] = random((c, 1, 3, 3), seed=i), random((c,), seed=10 + i)
+        nodes.append(n("Conv", [f"x{i}", f"w{i}", f"b{i}"], [f"c{i}"], group=c, pads=[1, 1, 1, 1]))
+        if i % 3 == 0:
+            nodes.append(n("Clip", [f"c{i}", "lo", "hi"], [f"y{i}"]))
+        elif i % 3 == 1:
+            nodes.append(n("Sigmoid", [f"c{i}"], [f"y{i}"]))
+        else:
+            nodes.append(n("Add", [f"c{i}", f"x{i}"], [f"y{i}"]))
+        inputs.append((f"x{i}", np.float32, x_shape))
+        outputs.append((f"y{i}", np.float32, None))
+    inits["lo"], inits["hi"] = np.array(0.0, np.float32), np.array(1.5, np.float32)
+    model = make_model(nodes, inputs, outputs, inits)
+    feed = {name: random(shape, seed=20 + i) for i, (name, _, shape) in enumerate(inputs)}
+    assert_matches_ort(model, feed, rtol=RTOL, atol=ATOL)
+    for x in list(feed.values())[4:]:
+        x[0, 0, 2, 0], x[0, 0, 3, -1], x[0, -1, 1, 5] = np.inf, -np.inf, np.nan
+    want, _ = _assert_native_bits(model, feed)
+    for name in list(want)[4:]:
+        assert np.isnan(want[name]).any(), name
+
+
 def test_depthwise_bands_and_lanes_give_the_row_kernels_bits_and_skip_non_finite_weights():
     """The depthwise kernels over zero-bordered copies read zero borders where the row
     kernel skips the padding: the same sums while the weights are finite, so a channel
