@@ -8,10 +8,11 @@
  *   aotc_conv_pointwise   1x1 kernel, stride 1, no pad: one GEMM per image and group;
  *   aotc_conv_direct      one input channel per group (depthwise): direct loops,
  *                         parallel over blocks of channels or of output rows; 3x3
- *                         kernels on AVX-512 by masked vectors of 16 output columns,
- *                         on AVX2 by vectors of 8 over zero-bordered bands, and on
- *                         small (AVX2) or small stride-2 (AVX-512) planes a channel
- *                         to each lane;
+ *                         kernels on AVX-512 by masked vectors of 16 output columns
+ *                         (stride-1 planes of 12 columns or more three rows at a time,
+ *                         input rows slid a lane each way), on AVX2 by vectors of 8
+ *                         over zero-bordered bands, and on small (AVX2) or small
+ *                         stride-2 (AVX-512) planes a channel to each lane;
  *   aotc_conv_implicit    2-D convs, channels as GEMM rows: the tiles read the unfolded
  *                         matrix where it lies, in zero-bordered phase planes of X;
  *   aotc_conv_pixels      2-D convs with weights known at compile time: tiles of output
@@ -1035,7 +1036,8 @@ AOTC_FN void aotc_conv_slide_plane_(int64_t h, int64_t w, const float *plane, co
           acc[j] = AOTC_V_MADD(wv[3 * ky + 2], right, acc[j]);
         }
       }
-      for (j = 0; j < rows; j++) _mm512_mask_storeu_ps(y + (oh + j) * w + 16 * b, store, aotc_conv_dw_finish_(&e, acc[j]));
+      for (j = 0; j < rows; j++)
+        _mm512_mask_storeu_ps(y + (oh + j) * w + 16 * b, store, aotc_conv_dw_finish_(&e, acc[j]));
       AOTC_UNROLL(5)
       for (i = 0; i < IN; i++) {
         prev[i] = cur[i];
@@ -1048,9 +1050,7 @@ AOTC_FN void aotc_conv_slide_plane_(int64_t h, int64_t w, const float *plane, co
     aotc_conv_canon_(y, h * w);
   }
 }
-#endif
 
-#if defined(AOTC_SGEMM_PATH_AVX512)
 /* Whole output planes [c0, c1) (n * Cout + co) by the slide kernel, else the flat one
  * (else row by row). Compiled once, on its own: inlined into its callers, its loop's
  * registers went with theirs (it took 1.3x the time after a change to the stride-2
@@ -1065,7 +1065,8 @@ AOTC_NOINLINE void aotc_conv_planes_(const aotc_conv_direct_args_ *a, int64_t c0
     const float *wk = a->w + co * aotc_conv_volume_(g->kernel);
     const float bias = a->bias ? a->bias[co] : 0.0f;
     float *y = a->y + channel * plane_out;
-    if (a->slide && aotc_conv_weights_finite_(wk, 9)) aotc_conv_slide_plane_(g->out[1], g->out[2], plane, wk, bias, y, a->act);
+    if (a->slide && aotc_conv_weights_finite_(wk, 9))
+      aotc_conv_slide_plane_(g->out[1], g->out[2], plane, wk, bias, y, a->act);
     else if (a->flat) aotc_conv_flat_plane_(g, a->flat, plane, wk, bias, y, a->act);
     else aotc_conv_direct_rows_(a, plane, wk, bias, y, 0, g->out[1]);
     if (a->residual) aotc_conv_add_residual_(y, y, a->residual + channel * plane_out, plane_out, a->res_act);
