@@ -449,7 +449,8 @@ def _f32_scratch(ctx, g):
         return g.pixels_scratch()
     if kind == "winograd":
         block = g.winograd_block()
-        v, m = (_align(WINOGRAD_TERM_BYTES * channels * block) for channels in (g.cin_g, g.cout_g))
+        # each term's operand a cache line longer (aotc_conv_winograd_plane_)
+        v, m = (_align(WINOGRAD_TERM_BYTES * (channels * block + 16)) for channels in (g.cin_g, g.cout_g))
         lane = v + m + sgemm_packed_scratch_bytes(g.cout_g, block, g.cin_g)
         return g.winograd_lanes() * lane
     if kind == "im2col":
