@@ -42,7 +42,7 @@ AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g,
 /* Floats from one term's operand (V or M: channels x block) to the next: a cache line
  * more than the operand, so that the 16 terms of a tile, written or read together by
  * the transforms, do not lie a multiple of 4 KiB apart and share an L1 set (64 -> 64
- * at 56x56: the transforms took 0.70-0.75x the time). */
+ * at 56x56: the transforms took 0.65-0.75x the time). */
 AOTC_FN int64_t aotc_conv_winograd_plane_(int64_t channels, int64_t block) {
   return channels * block + 64 / (int64_t)sizeof(float);
 }

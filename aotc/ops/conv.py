@@ -52,6 +52,7 @@ ROWS_WEIGHT_RATIO = 1.0           # see ConvGeometry.rows_pay_off
 PIXELS_MAX_WEIGHT_BYTES = 1 << 20
 PIXELS_1X1_MIN_WIDTH = 14      # output columns: whole tiles of 14 pixels on AVX-512
 WINOGRAD_TERM_BYTES = 16 * 4   # per channel pair (weights) or per tile and channel (V, M)
+WINOGRAD_PLANE_PAD_FLOATS = 16  # a cache line after each term's V or M (aotc_conv_winograd_plane_)
 WINOGRAD_MIN_CHANNELS = 32     # input and output channels, each
 WINOGRAD_MIN_TILES = 49        # 2x2 output tiles per image: 14x14 outputs and up
 # The transformed weights (16/9 of the weights) are read again for each block of tiles:
@@ -449,8 +450,8 @@ def _f32_scratch(ctx, g):
         return g.pixels_scratch()
     if kind == "winograd":
         block = g.winograd_block()
-        # each term's operand a cache line longer (aotc_conv_winograd_plane_)
-        v, m = (_align(WINOGRAD_TERM_BYTES * (channels * block + 16)) for channels in (g.cin_g, g.cout_g))
+        v, m = (_align(WINOGRAD_TERM_BYTES * (channels * block + WINOGRAD_PLANE_PAD_FLOATS))
+                for channels in (g.cin_g, g.cout_g))
         lane = v + m + sgemm_packed_scratch_bytes(g.cout_g, block, g.cin_g)
         return g.winograd_lanes() * lane
     if kind == "im2col":
