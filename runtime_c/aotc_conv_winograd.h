@@ -52,8 +52,8 @@ AOTC_FN size_t aotc_conv_winograd_part_bytes_(int64_t channels, int64_t block) {
   return aotc_conv_round64_((size_t)(16 * aotc_conv_winograd_plane_(channels, block)) * sizeof(float));
 }
 
-/* A lane's scratch: V (16 packed Cin x block operands), M [16][Cout][block], then the
- * products' own scratch. */
+/* A lane's scratch: V (16 packed Cin x block operands), M (16 Cout x block ones), each
+ * term aotc_conv_winograd_plane_ floats after the last, then the products' own scratch. */
 AOTC_FN size_t aotc_conv_winograd_lane_bytes(int64_t cin, int64_t cout, int64_t block) {
   return aotc_conv_winograd_part_bytes_(cin, block) + aotc_conv_winograd_part_bytes_(cout, block) +
          aotc_sgemm_packed_scratch_bytes(cout, block, cin);
