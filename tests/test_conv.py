@@ -250,7 +250,9 @@ def test_rows_kernel_with_run_time_weights():
     ((1, 6, 9, 9), (6, 1, 3, 3), {"group": 6}, "direct"),
     # 2-D, wider than 1x1, weights known and at most PIXELS_MAX_WEIGHT_BYTES: pixels
     ((1, 6, 9, 9), (8, 6, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
-    ((1, 6, 9, 9), (8, 6, 5, 5), {"strides": [2, 2]}, "pixels"),
+    ((1, 6, 33, 33), (8, 6, 5, 5), {"strides": [2, 2]}, "pixels"),
+    # strided, with more weights per output channel (K) than output pixels: rows
+    ((1, 6, 9, 9), (8, 6, 5, 5), {"strides": [2, 2]}, "rows"),
     ((1, 3, 32, 32), (8, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "pixels"),
     # larger weights (1.2-1.4 MB): channels as rows, or pixels as rows where K >= pixels
     ((1, 128, 40, 40), (400, 128, 3, 2), {"pads": [1, 1, 1, 1]}, "implicit"),
@@ -271,7 +273,7 @@ def test_rows_kernel_with_run_time_weights():
     ((1, 32, 13, 14), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
     ((1, 31, 13, 14), (32, 31, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
     ((1, 32, 12, 12), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),   # 36 tiles
-    ((1, 64, 14, 14), (64, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "pixels"),
+    ((1, 64, 14, 14), (64, 64, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, "rows"),
     ((1, 64, 14, 14), (64, 32, 3, 3), {"pads": [1, 1, 1, 1], "group": 2}, "pixels"),
 ])
 def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):

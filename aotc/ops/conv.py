@@ -124,12 +124,18 @@ class ConvGeometry:
         from registers here: ResNet-50's 256 -> 1024 convs at 14x14 with their residual
         took 0.93x the time alone and 0.1 ms less each in the model; its 1024 -> 256
         ones (four K-blocks, the sums kept between them) 0.05-0.09 ms more, and
-        MobileNetV2's 160 -> 960 at 7x7 (tiles of 7 pixels) 1.10x alone."""
+        MobileNetV2's 160 -> 960 at 7x7 (tiles of 7 pixels) 1.10x alone. Not a strided
+        conv that the rows kernel takes (its weights outweigh its output pixels): the
+        rows kernel unfolds its tiles from X where the pixels kernel copies X into
+        phase planes first; ResNet-50's 128 -> 128 3x3 stride-2 conv at 56x56 took
+        0.92x the time at two threads (0.93-1.03x at one), 96 -> 96 at 28x28 0.82x
+        (0.92x), 128 -> 128 at 30x30 0.83x (0.96x)."""
         from .matmul import KC
         wide = self.kernel[1] * self.kernel[2] > 1
         one_block_1x1 = self.k <= KC and self.out_dims[2] >= PIXELS_1X1_MIN_WIDTH and self.rows_pay_off()
+        strided_rows = max(self.strides) > 1 and self.rows_pay_off()
         return (self.const_weights and self.implicit_fits and (wide or one_block_1x1)
-                and 4 * self.k * self.cout_g <= PIXELS_MAX_WEIGHT_BYTES)
+                and 4 * self.k * self.cout_g <= PIXELS_MAX_WEIGHT_BYTES and not strided_rows)
 
     @property
     def winograd_fits(self):
