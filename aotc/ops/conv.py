@@ -12,9 +12,9 @@ The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
   weights transformed here (runtime_c/aotc_conv_winograd.h);
 - "pixels" for undilated 2-D convs whose weights are known here and fit
   PIXELS_MAX_WEIGHT_BYTES, wider than 1x1 or 1x1 ones that "rows" would take with one
-  K-block: tiles of output pixels read the unfolded matrix where it lies, in
-  zero-bordered phase planes of X, against W^T packed here, and store the output
-  transposed from registers;
+  K-block, but for strided ones that "rows" takes: tiles of output pixels read the
+  unfolded matrix where it lies, in zero-bordered phase planes of X, against W^T
+  packed here, and store the output transposed from registers;
 - "rows" when the weights outweigh the output pixels (K >= pixels: the deep layers):
   output pixels are the GEMM's rows and W^T, packed here at compile time, its B; each
   pixel tile is unfolded panel by panel as the GEMM goes (or, with fewer pixels than
