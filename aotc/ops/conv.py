@@ -132,10 +132,11 @@ class ConvGeometry:
         (0.92x), 128 -> 128 at 30x30 0.83x (0.96x)."""
         from .matmul import KC
         wide = self.kernel[1] * self.kernel[2] > 1
-        one_block_1x1 = self.k <= KC and self.out_dims[2] >= PIXELS_1X1_MIN_WIDTH and self.rows_pay_off()
-        strided_rows = max(self.strides) > 1 and self.rows_pay_off()
+        rows = self.rows_pay_off()
+        one_block_1x1 = self.k <= KC and self.out_dims[2] >= PIXELS_1X1_MIN_WIDTH and rows
+        strided = max(self.strides) > 1
         return (self.const_weights and self.implicit_fits and (wide or one_block_1x1)
-                and 4 * self.k * self.cout_g <= PIXELS_MAX_WEIGHT_BYTES and not strided_rows)
+                and not (strided and rows) and 4 * self.k * self.cout_g <= PIXELS_MAX_WEIGHT_BYTES)
 
     @property
     def winograd_fits(self):
