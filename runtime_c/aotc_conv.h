@@ -163,7 +163,7 @@ AOTC_ENGINE_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g
   for (n = 0; n < g->batch; n++)
     for (grp = 0; grp < g->group; grp++) {
       int64_t yoff = aotc_conv_y_at_(g, n, grp);
-      const aotc_sgemm_extras extras = {NULL, NULL, residual ? residual + yoff : NULL};
+      const aotc_sgemm_extras extras = {NULL, NULL, residual ? residual + yoff : NULL, NULL};
       aotc_sgemm_run_(pool, g->cout_g, pixels, g->cin_g, w + grp * g->cout_g * g->cin_g, g->cin_g, 0,
                       x + aotc_conv_x_at_(g, n, grp), pixels, 0, NULL, y + yoff, pixels,
                       bias ? bias + grp * g->cout_g : NULL, NULL, act, &extras, scratch);
@@ -1275,7 +1275,7 @@ AOTC_ENGINE_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, i
         aotc_parallel_for(pool, (a.k + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC *
                                     ((a.strips + AOTC_CONV_STRIP_GROUP - 1) / AOTC_CONV_STRIP_GROUP),
                           aotc_conv_im2col_panel_, &a);
-        const aotc_sgemm_extras extras = {NULL, NULL, residual ? residual + yoff : NULL};
+        const aotc_sgemm_extras extras = {NULL, NULL, residual ? residual + yoff : NULL, NULL};
         aotc_sgemm_run_(pool, g->cout_g, a.ncols, a.k, w + grp * g->cout_g * a.k, a.k, 0, NULL, 0, 0,
                         a.packed, y + yoff, out_px, bias ? bias + grp * g->cout_g : NULL, NULL, act,
                         &extras, gemm_scratch);
@@ -1541,7 +1541,7 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
       a.j.bias_m = bias ? bias + grp * g->cout_g : NULL;
       aotc_parallel_for(pool, g->cin_g + 1, aotc_conv_phases_task_, &a);
       if (is_gemm) {   /* planes hq x wq = out_h x out_w */
-        const aotc_sgemm_extras extras = {NULL, NULL, a.residual};
+        const aotc_sgemm_extras extras = {NULL, NULL, a.residual, NULL};
         unsigned char *gemm_scratch = (unsigned char *)sums;   /* right after the planes */
         aotc_sgemm_run_(pool, g->cout_g, out_px, k, a.j.A, k, 0, a.xp, out_px, 0, NULL, a.y, out_px,
                         a.j.bias_m, NULL, act, &extras, gemm_scratch);
@@ -1777,10 +1777,10 @@ AOTC_ENGINE_FN void aotc_conv_pixels(aotc_pool *pool, const aotc_conv_geom *g, c
  * while a panel passes the current one: aotc_gemm.h). A strided 1x1 conv with fewer
  * pixels than channels unfolds the whole tile into scratch first: its unfolded matrix
  * is only X subsampled, and made per panel ResNet-50's 1024 -> 2048 one took 1.03x the
- * time. The tile's product [tile, Cout_g] lands in scratch
- * with bias and activation applied, and is stored transposed into Y (NCHW), adding the
- * residual first when there is one (then the activation runs at the store, after the
- * add). */
+ * time. The tile's product [tile, Cout_g] lands in scratch with bias and activation
+ * applied, each GEMM tile of it stored transposed into Y (NCHW) as soon as it is done,
+ * adding the residual first when there is one (then the activation runs at the store,
+ * after the add). */
 
 typedef struct {
   const aotc_conv_geom *g;
@@ -1874,47 +1874,49 @@ AOTC_FN void aotc_conv_unfold_task_(void *arg, int64_t t) {
 }
 
 typedef struct {
-  const float *c;          /* [cols, channels], row stride channels */
   const float *residual;   /* NULL, or laid out as y */
   const aotc_activation *act;   /* applied here only with a residual */
   float *y;                /* channel 0, pixel 0 of the tile; channel stride pixels */
-  int64_t cols, channels, pixels;
+  int64_t pixels;
 } aotc_conv_store_args_;
 
-#define AOTC_CONV_STORE_BLOCK 16   /* channels per task and pixels per inner block */
-
-/* Channels [16t, 16t + 16) of the tile, transposed 16 x 16 blocks at a time (in
- * registers on AVX-512, through L1 otherwise), then the residual and activation: on
- * AVX-512 still in registers when the activation is none, Relu or Clip. */
-AOTC_FN void aotc_conv_store_task_(void *arg, int64_t t) {
-  const aotc_conv_store_args_ *a = (const aotc_conv_store_args_ *)arg;
-  int64_t c0 = t * AOTC_CONV_STORE_BLOCK, c1 = AOTC_MIN(c0 + AOTC_CONV_STORE_BLOCK, a->channels);
-  int64_t i0, i, c;
-  for (i0 = 0; i0 < a->cols; i0 += AOTC_CONV_STORE_BLOCK) {
-    int64_t i1 = AOTC_MIN(i0 + AOTC_CONV_STORE_BLOCK, a->cols);
+/* The GEMM's finished tile of pixels [i0, i0 + rows) by channels [j0, j0 + cols) of the
+ * product at c (row stride ldc), stored transposed into y by the thread that computed it
+ * (an aotc_sgemm_c_taker): 16 x 16 blocks at a time, in registers on AVX-512, then the
+ * residual and activation (on AVX-512 still in registers when the activation is none,
+ * Relu or Clip). As a pass of its own after the product, the store cost MobileNetV2 4%
+ * at two threads: each thread read the tiles the other had computed. */
+AOTC_FN void aotc_conv_store_tile_(const void *ctx, const float *c, int64_t ldc, int64_t i0, int64_t rows,
+                                   int64_t j0, int64_t cols) {
+  const aotc_conv_store_args_ *a = (const aotc_conv_store_args_ *)ctx;
+  int64_t p0, c0, i, ch;
+  for (p0 = 0; p0 < rows; p0 += 16) {
+    const int64_t np = AOTC_MIN(16, rows - p0);
+    for (c0 = 0; c0 < cols; c0 += 16) {
+      const int64_t nc = AOTC_MIN(16, cols - c0);
+      const int64_t at = (j0 + c0) * a->pixels + i0 + p0;   /* y's offset of the block's start */
 #if defined(AOTC_SGEMM_PATH_AVX512)
-    __m512 r[16];
-    for (i = 0; i < 16; i++)   /* row i: pixel i0 + i, channels c0.. */
-      r[i] = i0 + i < i1 ? _mm512_maskz_loadu_ps(aotc_v_mask_(c1 - c0), a->c + (i0 + i) * a->channels + c0)
-                         : _mm512_setzero_ps();
-    aotc_v_transpose16_(r);
-    if (a->residual) {   /* the add in registers, and the activation too where it can */
-      for (c = c0; c < c1; c++)
-        aotc_conv_store_run_(a->y + c * a->pixels + i0, r[c - c0], a->residual + c * a->pixels + i0, i1 - i0,
-                             a->act);
-      continue;
-    }
-    for (c = c0; c < c1; c++)
-      _mm512_mask_storeu_ps(a->y + c * a->pixels + i0, aotc_v_mask_(i1 - i0), r[c - c0]);
+      __m512 r[16];
+      for (i = 0; i < 16; i++)   /* row i: pixel p0 + i, channels c0.. */
+        r[i] = i < np ? _mm512_maskz_loadu_ps(aotc_v_mask_(nc), c + (p0 + i) * ldc + c0) : _mm512_setzero_ps();
+      aotc_v_transpose16_(r);
+      for (ch = 0; ch < nc; ch++) {
+        float *dst = a->y + at + ch * a->pixels;
+        if (a->residual)   /* the add in registers, and the activation too where it can */
+          aotc_conv_store_run_(dst, r[ch], a->residual + at + ch * a->pixels, np, a->act);
+        else
+          _mm512_mask_storeu_ps(dst, aotc_v_mask_(np), r[ch]);
+      }
 #else
-    for (c = c0; c < c1; c++) {
-      const float *src = a->c + c, *res = a->residual ? a->residual + c * a->pixels : NULL;
-      float *dst = a->y + c * a->pixels;
-      for (i = i0; i < i1; i++)
-        dst[i] = res ? AOTC_CANON_F32(src[i * a->channels] + res[i]) : src[i * a->channels];
-      if (res) aotc_activation_apply(a->act, dst + i0, i1 - i0);
-    }
+      for (ch = 0; ch < nc; ch++) {
+        const float *src = c + p0 * ldc + c0 + ch;
+        const float *res = a->residual ? a->residual + at + ch * a->pixels : NULL;
+        float *dst = a->y + at + ch * a->pixels;
+        for (i = 0; i < np; i++) dst[i] = res ? AOTC_CANON_F32(src[i * ldc] + res[i]) : src[i * ldc];
+        if (res) aotc_activation_apply(a->act, dst, np);
+      }
 #endif
+    }
   }
 }
 
@@ -1944,10 +1946,9 @@ AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int
   aotc_conv_unfold_args_ u;
   const aotc_sgemm_a_maker unfold = {aotc_conv_unfold_panel_, &u};
   aotc_conv_store_args_ s;
+  const aotc_sgemm_c_taker store = {aotc_conv_store_tile_, &s};
   u.g = g;
   u.k = k;
-  s.c = ctile;
-  s.channels = g->cout_g;
   s.pixels = out_px;
   s.act = act;
   for (n = 0; n < g->batch; n++)
@@ -1958,8 +1959,10 @@ AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int
       for (first = 0; first < out_px; first += tile) {
         int64_t cols = AOTC_MIN(tile, out_px - first);
         const float *wg = w + grp * (w_packed ? aotc_sgemm_packed_b_floats(g->cout_g, k) : g->cout_g * k);
-        aotc_sgemm_extras extras = {NULL, NULL, NULL};
+        aotc_sgemm_extras extras = {NULL, NULL, NULL, &store};
         u.x = xg;
+        s.y = y + yoff + first;
+        s.residual = residual ? residual + yoff + first : NULL;
         u.first = first;
         if (!reads_x && by_panel) {
           extras.make_a = &unfold;
@@ -1975,11 +1978,6 @@ AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int
         aotc_sgemm_run_(pool, cols, g->cout_g, k, xg + first, in_px, 1, w_packed ? NULL : wg, k, 1,
                         w_packed ? wg : NULL, ctile, g->cout_g, NULL, bg, residual ? NULL : act, &extras,
                         gemm_scratch);
-        s.cols = cols;
-        s.y = y + yoff + first;
-        s.residual = residual ? residual + yoff + first : NULL;
-        aotc_parallel_for(pool, (g->cout_g + AOTC_CONV_STORE_BLOCK - 1) / AOTC_CONV_STORE_BLOCK,
-                          aotc_conv_store_task_, &s);
       }
     }
 }

@@ -73,6 +73,15 @@ typedef struct {
   const void *ctx;
 } aotc_sgemm_a_maker;
 
+/* What takes each finished tile of C from the thread that computed it, right after the
+ * tile stored it (so in L1): fn(ctx, c, ldc, i0, rows, j0, cols) gets C's rows
+ * [i0, i0 + rows) by columns [j0, j0 + cols), at c (C's element (i0, j0)), row stride ldc.
+ * Tiles are disjoint; any size may come (a product of one row or column, taken whole). */
+typedef struct {
+  void (*fn)(const void *ctx, const float *c, int64_t ldc, int64_t i0, int64_t rows, int64_t j0, int64_t cols);
+  const void *ctx;
+} aotc_sgemm_c_taker;
+
 /* The parts of a product that only the engine's own kernels (the convs) use, each NULL
  * when unused: A already packed (aotc_sgemm_a_panel_'s layout: a caller that builds A
  * writes it there directly; scratch then needs no room for packing A) or made panel by
@@ -80,11 +89,13 @@ typedef struct {
  * cut across its columns makes them more than once); a residual laid out as C (row
  * stride ldc) added after the bias, before the activation (a fused Add): it may be C
  * itself when K <= AOTC_SGEMM_KC (otherwise C holds partial sums between K-blocks),
- * and must not otherwise overlap C. */
+ * and must not otherwise overlap C; what takes C's finished tiles (C is then the caller's
+ * scratch: the rows conv kernel stores them transposed). */
 typedef struct {
   const float *packed_a;
   const aotc_sgemm_a_maker *make_a;
   const float *residual;
+  const aotc_sgemm_c_taker *take_c;
 } aotc_sgemm_extras;
 
 /* Y = alpha * Y (+ beta * C[i * csi + j * csj]) over an M x N row-major Y; C may be NULL
@@ -263,6 +274,7 @@ typedef struct {
   float *pa_out;       /* where to pack A, NULL when A comes packed or is read in place */
   int packs_a_in_tasks;   /* pa_out is filled by the tasks, not by a pass before them */
   const aotc_sgemm_a_maker *make_a;   /* NULL, or what makes each panel of A */
+  const aotc_sgemm_c_taker *take_c;   /* NULL, or what takes each finished tile of C */
   const float *pb;     /* packed B (scratch or compile time) */
   float *pb_out;       /* where to pack B, NULL when B comes packed */
   int b_in_place;      /* full strips read from B itself (aotc_sgemm_reads_b_in_place_) */
@@ -459,7 +471,9 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u);
       aotc_sgemm_tile_for_(rows, cols)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first,
                                        last ? &ep : NULL, pf.count > 0 ? &pf : NULL);
-      if (last) aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
+      if (!last) continue;
+      aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
+      if (j->take_c) j->take_c->fn(j->take_c->ctx, cp, j->ldc, i, rows, c, cols);
     }
   }
 }
@@ -533,6 +547,7 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
     j->C[c0 + c] = AOTC_SGEMM_CANON_(v);
   }
   aotc_activation_apply(j->act, j->C + c0, cols);
+  if (j->take_c) j->take_c->fn(j->take_c->ctx, j->C + c0, j->ldc, 0, 1, c0, cols);
 }
 
 /* Tasks of at most AOTC_SGEMM_PANELS_PER_TASK panels x AOTC_SGEMM_STRIPS_PER_TASK strips
@@ -575,7 +590,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                              float *C, int64_t ldc, const float *bias_m, const float *bias_n,
                              const aotc_activation *act, const aotc_sgemm_extras *extras,
                              unsigned char *scratch) {
-  static const aotc_sgemm_extras none = {NULL, NULL, NULL};
+  static const aotc_sgemm_extras none = {NULL, NULL, NULL, NULL};
   aotc_sgemm_extras x = extras ? *extras : none;
   const float *residual = x.residual;
   aotc_sgemm_job_ j;
@@ -595,13 +610,15 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
         C[i * ldc + c] = AOTC_SGEMM_CANON_(v);
       }
     aotc_activation_apply_2d(act, C, ldc, M, N);
+    if (x.take_c) x.take_c->fn(x.take_c->ctx, C, ldc, 0, M, 0, N);
     return;
   }
   /* A single column of C (contiguous) is a row of C^T = B^T A^T: the M = 1 path. */
   if (N == 1 && M > 1 && ldc == 1 && !packed_b && !x.packed_a && !x.make_a) {
-    const aotc_sgemm_extras transposed = {NULL, NULL, residual};
+    const aotc_sgemm_extras transposed = {NULL, NULL, residual, NULL};
     aotc_sgemm_run_(pool, 1, M, K, B, ldb, !trans_b, A, lda, !trans_a, NULL, C, 1,
                     bias_n, bias_m, act, &transposed, scratch);
+    if (x.take_c) x.take_c->fn(x.take_c->ctx, C, 1, 0, M, 0, 1);
     return;
   }
   memset(&j, 0, sizeof j);
@@ -614,6 +631,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   j.kblocks = aotc_sgemm_div_up_(K, AOTC_SGEMM_KC);
   j.pb = packed_b;
   j.make_a = x.make_a;
+  j.take_c = x.take_c;
   if (x.packed_a) j.pa = x.packed_a;
   else if (!x.make_a && aotc_sgemm_packs_a_(M, N, K, lda)) j.pa = j.pa_out = (float *)(void *)scratch;
   if (!packed_b && (M > 1 || trans_b)) {

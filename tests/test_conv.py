@@ -233,6 +233,8 @@ def test_rows_kernel_cut_into_ragged_pixel_tiles(without_pixels_kernel):
     check((1, 64, 4, 4), (8, 64, 3, 3), pads=[1, 1, 1, 1])
     # one pixel, one channel: a single made row goes through the tiles
     check((1, 8, 3, 3), (1, 8, 3, 3))
+    # one pixel read from X itself: a product of one row (the M = 1 path), stored whole
+    check((1, 64, 1, 1), (40, 64, 1, 1))
 
 
 def test_rows_kernel_with_run_time_weights():
