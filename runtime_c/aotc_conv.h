@@ -1314,6 +1314,7 @@ typedef struct {
   aotc_sgemm_epilogue_ in_row_ep;   /* a tile written straight to y: all of the epilogue */
   const aotc_activation *in_row_after;   /* what that epilogue leaves for after the store */
   int64_t sy, sx, hq, wq;  /* phases per channel down and across; a plane's extent */
+  int64_t bands;           /* tasks per channel that make its planes (row bands) */
 } aotc_conv_implicit_args_;
 
 /* Rows [0, rows) of a finished tile (flat columns [c, c + cols), row stride
@@ -1410,43 +1411,64 @@ AOTC_FN void aotc_conv_even_columns_(float *AOTC_RESTRICT dst, const float *AOTC
   for (; c < n; c++) dst[c] = src[2 * c];
 }
 
-/* The phase planes of input channel t; t == Cin_g zeroes the slack after the last. */
-AOTC_FN void aotc_conv_phases_task_(void *arg, int64_t t) {
-  const aotc_conv_implicit_args_ *a = (const aotc_conv_implicit_args_ *)arg;
+/* Phase rows [r0, r1) of one input channel's planes at dst (all its phases). Input
+ * rows are read in order, each for all its phases across at once (the second time
+ * from L1): phase by phase, a stride-2 stem read its input four times over, every
+ * other row, and its input comes from memory. */
+AOTC_FN void aotc_conv_phase_rows_(const aotc_conv_implicit_args_ *a, const float *plane, float *dst,
+                                   int64_t r0, int64_t r1) {
   const aotc_conv_geom *g = a->g;
   const int64_t hq = a->hq, wq = a->wq, sh = g->stride[1], sw = g->stride[2];
   const int64_t in_h = g->in[1], in_w = g->in[2];
-  const float *plane = a->x + t * in_h * in_w;
-  float *dst = a->xp + t * a->sy * a->sx * hq * wq;
-  int64_t py, px, r, c;
-  if (t == g->cin_g) {
-    for (c = 0; c < AOTC_SGEMM_NR; c++) dst[c] = 0.0f;
-    return;
-  }
-  for (py = 0; py < a->sy; py++)
-    for (px = 0; px < a->sx; px++) {
-      int64_t lo, hi;   /* the plane's columns that fall inside the input row */
-      aotc_conv_valid_range_(px - g->pad[2], sw, in_w, wq, &lo, &hi);
-      for (r = 0; r < hq; r++, dst += wq) {
-        int64_t iy = r * sh + py - g->pad[1];
+  int64_t r, py, px, c;
+  for (r = r0; r < r1; r++)
+    for (py = 0; py < a->sy; py++) {
+      const int64_t iy = r * sh + py - g->pad[1];
+      for (px = 0; px < a->sx; px++) {
+        float *row = dst + ((py * a->sx + px) * hq + r) * wq;
         const float *src = plane + iy * in_w + px - g->pad[2];
+        int64_t lo, hi;   /* the plane's columns that fall inside the input row */
         if (iy < 0 || iy >= in_h) {
-          for (c = 0; c < wq; c++) dst[c] = 0.0f;
+          for (c = 0; c < wq; c++) row[c] = 0.0f;
           continue;
         }
-        for (c = 0; c < lo; c++) dst[c] = 0.0f;
+        aotc_conv_valid_range_(px - g->pad[2], sw, in_w, wq, &lo, &hi);
+        for (c = 0; c < lo; c++) row[c] = 0.0f;
         if (sw == 1)
-          for (c = lo; c < hi; c++) dst[c] = src[c];
+          for (c = lo; c < hi; c++) row[c] = src[c];
         else if (sw == 2)
-          aotc_conv_even_columns_(dst + lo, src + 2 * lo, hi - lo);
+          aotc_conv_even_columns_(row + lo, src + 2 * lo, hi - lo);
         else
-          for (c = lo; c < hi; c++) dst[c] = src[c * sw];
-        for (c = hi; c < wq; c++) dst[c] = 0.0f;
+          for (c = lo; c < hi; c++) row[c] = src[c * sw];
+        for (c = hi; c < wq; c++) row[c] = 0.0f;
       }
     }
 }
 
+/* Band t % bands of input channel t / bands's phase planes; the last task
+ * (t == Cin_g * bands) zeroes the slack after the planes. */
+AOTC_FN void aotc_conv_phases_task_(void *arg, int64_t t) {
+  const aotc_conv_implicit_args_ *a = (const aotc_conv_implicit_args_ *)arg;
+  const aotc_conv_geom *g = a->g;
+  const int64_t ci = t / a->bands, band = t % a->bands;
+  float *dst = a->xp + ci * a->sy * a->sx * a->hq * a->wq;
+  int64_t c;
+  if (ci == g->cin_g) {
+    for (c = 0; c < AOTC_SGEMM_NR; c++) dst[c] = 0.0f;
+    return;
+  }
+  aotc_conv_phase_rows_(a, a->x + ci * g->in[1] * g->in[2], dst, band * a->hq / a->bands,
+                        (band + 1) * a->hq / a->bands);
+}
+
+/* The tasks of aotc_conv_phases_task_. */
+AOTC_FN int64_t aotc_conv_phase_tasks_(const aotc_conv_geom *g, const aotc_conv_implicit_args_ *a) {
+  return g->cin_g * a->bands + 1;
+}
+
 AOTC_FN size_t aotc_conv_implicit_bytes_(int64_t floats) { return ((size_t)floats * 4u + 63u) / 64u * 64u; }
+
+#define AOTC_CONV_PHASES_MIN_TASKS 16
 
 /* The phase layout of g (aotc_conv_implicit_args_). */
 AOTC_FN void aotc_conv_implicit_shape_(const aotc_conv_geom *g, aotc_conv_implicit_args_ *a) {
@@ -1454,6 +1476,8 @@ AOTC_FN void aotc_conv_implicit_shape_(const aotc_conv_geom *g, aotc_conv_implic
   a->sx = AOTC_MIN(g->stride[2], g->kernel[2]);
   a->hq = g->out[1] + (g->kernel[1] - 1) / g->stride[1];
   a->wq = g->out[2] + (g->kernel[2] - 1) / g->stride[2];
+  /* a few input channels (a stem's three) cut into bands of rows, so threads balance */
+  a->bands = AOTC_MIN(a->hq, aotc_sgemm_div_up_(AOTC_CONV_PHASES_MIN_TASKS, g->cin_g));
 }
 
 /* Floats of the phase planes of g's input channels, then AOTC_SGEMM_NR of slack. */
@@ -1539,7 +1563,7 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
       a.residual = residual ? residual + aotc_conv_y_at_(g, n, grp) : NULL;
       a.j.A = w + grp * g->cout_g * k;
       a.j.bias_m = bias ? bias + grp * g->cout_g : NULL;
-      aotc_parallel_for(pool, g->cin_g + 1, aotc_conv_phases_task_, &a);
+      aotc_parallel_for(pool, aotc_conv_phase_tasks_(g, &a), aotc_conv_phases_task_, &a);
       if (is_gemm) {   /* planes hq x wq = out_h x out_w */
         const aotc_sgemm_extras extras = {NULL, NULL, a.residual, NULL};
         unsigned char *gemm_scratch = (unsigned char *)sums;   /* right after the planes */
@@ -1756,7 +1780,7 @@ AOTC_ENGINE_FN void aotc_conv_pixels(aotc_pool *pool, const aotc_conv_geom *g, c
       a.residual = residual ? residual + aotc_conv_y_at_(g, n, grp) : NULL;
       a.w = w + grp * aotc_sgemm_packed_b_floats(g->cout_g, g->cin_g * g->kernel[1] * g->kernel[2]);
       a.bias = bias ? bias + grp * g->cout_g : NULL;
-      aotc_parallel_for(pool, g->cin_g + 1, aotc_conv_phases_task_, &a.ph);
+      aotc_parallel_for(pool, aotc_conv_phase_tasks_(g, &a.ph), aotc_conv_phases_task_, &a.ph);
       aotc_parallel_for(pool, a.group_tasks * aotc_sgemm_div_up_(a.strips, a.strips_per_task),
                         aotc_conv_pixels_task_, &a);
     }
