@@ -556,12 +556,16 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
  * a small product is cut finer, the larger side of a task first (where A is made or
  * packed by the tasks, the panels first: each task makes its panels once more; with
  * more than 2 * AOTC_SGEMM_PANELS_PER_TASK panels the panels alone reach the count),
- * until there are AOTC_SGEMM_MIN_TASKS tasks or single tiles; where A is made, its
+ * until there are AOTC_SGEMM_MIN_TASKS tasks or single tiles, and on while their count
+ * is odd (below AOTC_SGEMM_EVEN_TASKS_BELOW): two threads then take as many each, where
+ * an odd count left one of them a whole task to wait through (MobileNetV2's pointwise
+ * convs in 25 or 17 tasks of about 18 us at two threads); where A is made, its
  * strips are cut only while there are fewer than AOTC_SGEMM_MADE_A_MIN_TASKS tasks of
  * one panel (each cut makes every panel once more: ResNet-50's 3x3 conv at 14x14, 14
  * panels, took 2% longer cut in two). Shape only: a tile's sums never depend on
  * which task (or thread) computes it. */
 #define AOTC_SGEMM_MADE_A_MIN_TASKS 4
+#define AOTC_SGEMM_EVEN_TASKS_BELOW (4 * AOTC_SGEMM_MIN_TASKS)
 AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
   int64_t np = aotc_sgemm_div_up_(j->panels, AOTC_SGEMM_PANELS_PER_TASK);
   int64_t ns = j->packs_a_in_tasks ? 1 : aotc_sgemm_div_up_(j->strips, AOTC_SGEMM_STRIPS_PER_TASK);
@@ -569,7 +573,8 @@ AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
     int64_t pp = aotc_sgemm_div_up_(j->panels, np), sp = aotc_sgemm_div_up_(j->strips, ns);
     int64_t tasks = aotc_sgemm_div_up_(j->panels, pp) * aotc_sgemm_div_up_(j->strips, sp);
     /* (strips are never cut where the tasks pack A: two tasks would write one panel) */
-    if (tasks >= AOTC_SGEMM_MIN_TASKS || (pp == 1 && (sp == 1 || j->packs_a_in_tasks))) break;
+    const int enough = tasks >= AOTC_SGEMM_MIN_TASKS && (tasks % 2 == 0 || tasks >= AOTC_SGEMM_EVEN_TASKS_BELOW);
+    if (enough || (pp == 1 && (sp == 1 || j->packs_a_in_tasks))) break;
     if (j->make_a && pp == 1 && tasks >= AOTC_SGEMM_MADE_A_MIN_TASKS) break;
     if ((j->make_a || j->packs_a_in_tasks) && pp > 1) np++;
     else if (sp * AOTC_SGEMM_NR >= pp * AOTC_SGEMM_MR && sp > 1) ns++;
