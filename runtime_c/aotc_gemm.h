@@ -76,7 +76,8 @@ typedef struct {
 /* What takes each finished tile of C from the thread that computed it, right after the
  * tile stored it (so in L1): fn(ctx, c, ldc, i0, rows, j0, cols) gets C's rows
  * [i0, i0 + rows) by columns [j0, j0 + cols), at c (C's element (i0, j0)), row stride ldc.
- * Tiles are disjoint; any size may come (a product of one row or column, taken whole). */
+ * Tiles are disjoint and of any size: the M = 1 path's runs of its row, a product with
+ * K = 0 or of one column whole. */
 typedef struct {
   void (*fn)(const void *ctx, const float *c, int64_t ldc, int64_t i0, int64_t rows, int64_t j0, int64_t cols);
   const void *ctx;
