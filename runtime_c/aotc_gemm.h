@@ -411,9 +411,15 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
  * starts: the next panel's rows of its K-block (the block's first panel on the next
  * K-block after its last), fetched into L2. The tiles' 14 row streams outran the
  * hardware's prefetch: 3136 x 64 x 576 (A in L3) 195 -> 209 GFLOP/s. */
+AOTC_FN void aotc_sgemm_prefetch_panel_rows_(const aotc_sgemm_job_ *j, int64_t p, int64_t pc, int64_t kc) {
+  int64_t i, rows, r, k;
+  aotc_sgemm_panel_(j->M, p, &i, &rows);
+  for (r = 0; r < rows; r++)
+    for (k = 0; k < kc; k += 16) AOTC_PREFETCH_L2(j->A + (i + r) * j->lda + pc + k);
+}
+
 AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
                                              int64_t p, int64_t pc, int64_t kc) {
-  int64_t i, rows, r, k;
   if (p + 1 < blk->p0 + blk->np) {
     p++;
   } else {
@@ -421,12 +427,56 @@ AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aot
     if (pc >= j->K) return;
     kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
   }
-  aotc_sgemm_panel_(j->M, p, &i, &rows);
-  for (r = 0; r < rows; r++)
-    for (k = 0; k < kc; k += 16) AOTC_PREFETCH_L2(j->A + (i + r) * j->lda + pc + k);
+  aotc_sgemm_prefetch_panel_rows_(j, p, pc, kc);
 }
 
-/* Block t of C over all of K, K outermost so C accumulates in order. Within a
+/* Whether each tile of the block runs over all of K at once (aotc_sgemm_kseg_) rather
+ * than storing and reloading its sums at every K-block: where A is read in place, panel
+ * by panel or (A row-major) strip by strip. 3136 x 64 x 576 took 0.98x the time at one
+ * thread, 128 x 768 x 768 0.99x at one and 0.98x at two (paired); a transposed A strip
+ * by strip (the rows kernel's 1x1 convs over X) lost: MobileNetV2 1.015x. */
+#define AOTC_SGEMM_WHOLE_K_BLOCKS 16   /* K-blocks at most (K <= 4096) */
+AOTC_FN int aotc_sgemm_whole_k_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk) {
+  return j->kblocks > 1 && j->kblocks <= AOTC_SGEMM_WHOLE_K_BLOCKS && !j->make_a && !j->pa &&
+         (blk->panel_outer || !j->trans_a);
+}
+
+/* Block `blk` of C, each tile over all of K (aotc_sgemm_whole_k_), with its epilogue. */
+AOTC_FN void aotc_sgemm_block_whole_k_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk) {
+  aotc_sgemm_kseg_ more[AOTC_SGEMM_WHOLE_K_BLOCKS];
+  const int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K);
+  int64_t u;
+  for (u = 0; u < blk->np * blk->ns; u++) {
+    int64_t p, s, c, cols, i, rows, bks, step, pc, n = 0;
+    const float *b;
+    float *cp;
+    aotc_sgemm_epilogue_ ep;
+    aotc_sgemm_block_tile_(blk, u, &p, &s);
+    c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
+    b = aotc_sgemm_strip_at_(j, 0, s, &bks);
+    for (pc = kc; pc < j->K; pc += AOTC_SGEMM_KC, n++) {
+      more[n].b = aotc_sgemm_strip_at_(j, pc, s, &step);
+      more[n].kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
+    }
+    more[n].kc = 0;
+    aotc_sgemm_panel_(j->M, p, &i, &rows);
+    if (!j->trans_a && u % blk->ns == 0 && p + 1 < blk->p0 + blk->np)
+      for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC)
+        aotc_sgemm_prefetch_panel_rows_(j, p + 1, pc, AOTC_MIN(AOTC_SGEMM_KC, j->K - pc));
+    cp = j->C + i * j->ldc + c;
+    ep = aotc_sgemm_epilogue_at_(j, i, c);
+    if (j->residual) aotc_sgemm_prefetch_next_residual_(j, blk, u);
+    if (j->trans_a)
+      aotc_sgemm_tile_for_(rows, cols)(kc, j->A + i, 1, j->lda, b, bks, cp, j->ldc, cols, 1, &ep, NULL, more);
+    else
+      aotc_sgemm_tile_for_(rows, cols)(kc, j->A + i * j->lda, j->lda, 1, b, bks, cp, j->ldc, cols, 1, &ep, NULL, more);
+    aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
+    if (j->take_c) j->take_c->fn(j->take_c->ctx, cp, j->ldc, i, rows, c, cols);
+  }
+}
+
+/* Block t of C over all of K: each tile over all of K where aotc_sgemm_whole_k_ says,
+ * else K outermost so C accumulates in order. Within a
  * K-block the tiles go strip by strip, or panel by panel below
  * AOTC_SGEMM_PANEL_OUTER_BELOW_K, or when M > N for blocks of at most
  * AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS strips (aotc_gemm_kernels.h), or when A is made
@@ -441,6 +491,10 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
   blk.ns = AOTC_MIN(blk.s0 + j->strips_per_task, j->strips) - blk.s0;
   blk.panel_outer = j->make_a || j->K < AOTC_SGEMM_PANEL_OUTER_BELOW_K ||
                     (j->M > j->N && blk.ns <= AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS);
+  if (aotc_sgemm_whole_k_(j, &blk)) {
+    aotc_sgemm_block_whole_k_(j, &blk);
+    return;
+  }
   a_rows_in_place = blk.panel_outer && !j->make_a && !j->pa && !j->trans_a;
   for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
@@ -471,7 +525,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       ep = aotc_sgemm_epilogue_at_(j, i, c);
       if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u);
       aotc_sgemm_tile_for_(rows, cols)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first,
-                                       last ? &ep : NULL, pf.count > 0 ? &pf : NULL);
+                                       last ? &ep : NULL, pf.count > 0 ? &pf : NULL, NULL);
       if (!last) continue;
       aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
       if (j->take_c) j->take_c->fn(j->take_c->ctx, cp, j->ldc, i, rows, c, cols);

@@ -216,6 +216,15 @@ typedef struct {
   int64_t step, count;
 } aotc_sgemm_prefetch_;
 
+/* The K-blocks a tile goes on to after its first, in order, ended by one with kc = 0:
+ * each a strip of B (rows bks apart, as the first's) and its rows; A goes on where the
+ * first block left it. The sums stay in registers from block to block, where a tile per
+ * K-block stored them and loaded them back (the same sums in the same order). */
+typedef struct {
+  const float *b;
+  int64_t kc;
+} aotc_sgemm_kseg_;
+
 #if defined(__GNUC__) || defined(__clang__)
 #define AOTC_PREFETCH_L2(p) __builtin_prefetch((p), 0, 2)
 #define AOTC_PREFETCH_L1(p) __builtin_prefetch((p), 0, 3)
@@ -273,7 +282,8 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
                                              int64_t aks, const float *AOTC_RESTRICT b, int64_t bks,
                                              float *c, int64_t ldc, int64_t cols,
                                              int first, const aotc_sgemm_epilogue_ *ep,
-                                             const aotc_sgemm_prefetch_ *pf, const int64_t *boff) {
+                                             const aotc_sgemm_prefetch_ *pf, const int64_t *boff,
+                                             const aotc_sgemm_kseg_ *more) {
   const float *b0 = b;
   aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
   int64_t k;
@@ -299,6 +309,8 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
     if (boff) b = b0 + boff[k];
     AOTC_SGEMM_TILE_STEP_();
   }
+  for (; more && more->kc > 0; more++)
+    for (b = more->b, k = 0; k < more->kc; k++) AOTC_SGEMM_TILE_STEP_();
   if (ep) {
     const aotc_v_ lo = AOTC_V_SET1(ep->lo), hi = AOTC_V_SET1(ep->hi);
     AOTC_UNROLL(16)
@@ -324,13 +336,14 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
 
 typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int64_t aks,
                                     const float *b, int64_t bks, float *c, int64_t ldc, int64_t cols,
-                                    int first, const aotc_sgemm_epilogue_ *ep, const aotc_sgemm_prefetch_ *pf);
+                                    int first, const aotc_sgemm_epilogue_ *ep, const aotc_sgemm_prefetch_ *pf,
+                                    const aotc_sgemm_kseg_ *more);
 
 #define AOTC_SGEMM_TILE_HEAD_(R)                                                           \
   AOTC_NOINLINE void aotc_sgemm_tile_##R##_(                                                \
       int64_t kc, const float *a, int64_t ars, int64_t aks, const float *b, int64_t bks,    \
       float *c, int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep,        \
-      const aotc_sgemm_prefetch_ *pf)
+      const aotc_sgemm_prefetch_ *pf, const aotc_sgemm_kseg_ *more)
 
 /* One compiled tile per row count and width (the whole strip, or its first half for a
  * ragged last strip of at most 16 columns: a 14 x 196 output's seventh strip computed
@@ -339,9 +352,9 @@ typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int
 #define AOTC_SGEMM_TILE_OF_WIDTH_(NAME, R, NV)                                             \
   AOTC_SGEMM_TILE_HEAD_(NAME) {                                                            \
     if (ars == 1) /* k-major A: rows at fixed offsets */                                  \
-      aotc_sgemm_tile_body_(R, NV, kc, a, 1, aks, b, bks, c, ldc, cols, first, ep, pf, NULL); \
+      aotc_sgemm_tile_body_(R, NV, kc, a, 1, aks, b, bks, c, ldc, cols, first, ep, pf, NULL, more); \
     else                                                                                   \
-      aotc_sgemm_tile_body_(R, NV, kc, a, ars, 1, b, bks, c, ldc, cols, first, ep, pf, NULL); \
+      aotc_sgemm_tile_body_(R, NV, kc, a, ars, 1, b, bks, c, ldc, cols, first, ep, pf, NULL, more); \
   }
 #define AOTC_SGEMM_TILE_ROWS_(R) AOTC_SGEMM_TILE_OF_WIDTH_(R, R, AOTC_NV)
 #define AOTC_SGEMM_TILE_HALF_ROWS_(R) AOTC_SGEMM_TILE_OF_WIDTH_(half_##R, R, AOTC_NV / 2)
@@ -366,7 +379,7 @@ typedef void (*aotc_sgemm_tile_ind_fn_)(int64_t kc, const float *a, int64_t ars,
   AOTC_NOINLINE void aotc_sgemm_tile_ind_##R##_(                                              \
       int64_t kc, const float *a, int64_t ars, const float *b, const int64_t *boff, float *c, \
       int64_t ldc, int64_t cols, int first, const aotc_sgemm_epilogue_ *ep) {                  \
-    aotc_sgemm_tile_body_(R, AOTC_NV, kc, a, ars, 1, b, 0, c, ldc, cols, first, ep, NULL, boff); \
+    aotc_sgemm_tile_body_(R, AOTC_NV, kc, a, ars, 1, b, 0, c, ldc, cols, first, ep, NULL, boff, NULL); \
   }
 AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_IND_)
 

@@ -41,6 +41,9 @@ PRODUCTS = [
     (19, 81, 300, "const"),  # ... and of 17: the whole strip's tiles
     (19, 150, 300, "gemm_tt"),   # transposed A, packed per call
     (1, 40, 33, "gemm_tt"),
+    (70, 40, 600, "b"),      # more rows than columns, K past two blocks: on AVX-512 each
+    (70, 40, 600, "const"),  # tile runs over all of K (A read in place) ...
+    (70, 40, 600, "gemm_tt"),   # ... or transposed in place
 ]
 ACTIVATIONS = [("Relu", {}), ("LeakyRelu", {"alpha": 0.3}), ("HardSigmoid", {}), ("HardSwish", {}),
                ("Sigmoid", {}), ("Tanh", {}), ("Gelu", {}), ("Gelu", {"approximate": "tanh"}),
