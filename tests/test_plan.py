@@ -7,7 +7,8 @@ from onnx import helper
 import aotc
 from aotc.onnx_import import import_model
 from aotc.plan import make_plan
-from aotc.plan.memory import ALIGN, STAGGER, Slab
+from aotc.ops.base import stores_fast
+from aotc.plan.memory import ALIGN, COOL_STEPS, STAGGER, Slab
 from oracle import assert_matches_ort, make_model, random
 
 
@@ -31,6 +32,50 @@ def test_slab_grows_a_free_block_at_the_top_instead_of_leaving_it():
     slab.release(top, 64)
     assert slab.alloc(256) == top
     assert slab.top == top + 256
+
+
+def test_slab_keeps_recently_released_blocks_from_cold_requests():
+    slab = Slab()
+    a = slab.alloc(256)
+    slab.alloc(64)                        # keeps a off the top
+    slab.release(a, 256, step=5)
+    slab.age(5 + COOL_STEPS)              # still recent
+    top = slab.top
+    assert slab.alloc(256, cold=True) == top
+    assert slab.alloc(256) == a           # a warm request takes a recent block
+    slab.release(a, 256, step=5)
+    slab.age(6 + COOL_STEPS)
+    assert slab.alloc(256, cold=True) == a
+
+
+def test_depthwise_outputs_avoid_blocks_the_last_steps_freed():
+    """A block freed by a step that read it on every thread is not where a depthwise
+    conv writes in the next COOL_STEPS steps (aotc/plan/memory.py)."""
+    # (output, input, channels in and out, group, kernel): pointwise, depthwise, pointwise ...
+    specs = [("a", "x", 8, 32, 1, 1), ("b", "a", 32, 32, 32, 3), ("c", "b", 32, 32, 1, 1),
+             ("d", "c", 32, 32, 32, 3), ("f", "d", 32, 8, 1, 1)]
+    nodes, weights = [], {}
+    for seed, (name, x, cin, cout, group, k) in enumerate(specs):
+        nodes.append(helper.make_node("Conv", [x, f"{name}_w"], [name], group=group,
+                                      kernel_shape=[k, k], pads=[k // 2] * 4))
+        weights[f"{name}_w"] = 0.3 * random((cout, cin // group, k, k), seed=seed)
+    model = make_model(nodes, [("x", np.float32, (1, 8, 16, 16))], [("f", np.float32, (1, 8, 16, 16))],
+                       weights)
+    plan = make_plan(import_model(model))
+    last_use = {}
+    for i, step in enumerate(plan.steps):
+        for v in step.inputs:
+            if v is not None and v.storage == "workspace":
+                last_use[v.root.name] = (i, v.root.offset, v.root.type.nbytes)
+    cold = [(i, step.outputs[0]) for i, step in enumerate(plan.steps) if stores_fast(step.op, step.ctx)]
+    assert len(cold) == 2
+    checked = 0
+    for i, out in cold:
+        recent = [(off, size) for end, off, size in last_use.values() if i - COOL_STEPS <= end < i]
+        assert all(out.offset + out.type.nbytes <= off or off + size <= out.offset for off, size in recent)
+        checked += len(recent)
+    assert checked   # d comes right after c's conv freed b, a block d would fit
+    assert_matches_ort(model, {"x": random((1, 8, 16, 16), seed=9)}, rtol=1e-4, atol=1e-5)
 
 
 def _chain(length, shape=(64, 64)):

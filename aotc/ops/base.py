@@ -64,6 +64,10 @@ class OpDef:
     in_place_inputs: object = ()         # inputs whose storage output 0 may take over: a
                                          # tuple, or a function of the OpContext giving one
     view_of_input: bool = False          # output 0 is input 0 reinterpreted; never emitted
+    # output 0 stores much for little arithmetic (a depthwise conv): not placed where
+    # the last steps freed (aotc/plan/memory.py, COOL_STEPS). A bool, or a function of
+    # the OpContext giving one.
+    stores_fast: object = False
     # outputs whose shape depends on the data (NonZero, Unique ...): True (all), False, or
     # a function of the OpContext giving a bool or the list of such output indices. They
     # are planned at an upper bound; the kernel stores the actual shape through ctx.dims(k).
@@ -73,6 +77,12 @@ class OpDef:
 def in_place_inputs(op, ctx):
     """The inputs whose storage output 0 may take over for this node."""
     return op.in_place_inputs(ctx) if callable(op.in_place_inputs) else op.in_place_inputs
+
+
+def stores_fast(op, ctx):
+    """Whether op's kernel for this node stores output 0 faster than the cores can take
+    over lines that other cores hold (OpDef.stores_fast)."""
+    return op.stores_fast(ctx) if callable(op.stores_fast) else bool(op.stores_fast)
 
 
 def exact_available(op, ctx):

@@ -429,6 +429,11 @@ def residual_in_place(ctx):
     return (3,) if kind in ("rows", "pixels", "winograd") or (kind != "direct" and g.k <= KC) else ()
 
 
+def stores_fast(ctx):
+    """The direct (depthwise) kernel: nine multiply-adds an output (OpDef.stores_fast)."""
+    return _is_f32(ctx) and _geometry(ctx).kind() == "direct"
+
+
 def scratch(ctx):
     g = _geometry(ctx)
     if ctx.outputs and ctx.outputs[0].numel == 0:
@@ -545,4 +550,4 @@ def _f32_call(ctx, g, x, w, bias, y, act, scratch):
             f"{w}, {bias}, {residual}, {y}, {act}, {scratch});")
 
 
-OPS = [OpDef("Conv", infer, emit_conv, scratch=scratch, since=1, supports_exact=True)]
+OPS = [OpDef("Conv", infer, emit_conv, scratch=scratch, since=1, supports_exact=True, stores_fast=stores_fast)]

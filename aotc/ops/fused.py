@@ -165,5 +165,5 @@ OPS = [
     OpDef("Linear", _linear_infer, _linear_emit, _linear_evaluate, scratch=_linear_scratch,
           domain=AOTC_DOMAIN, since=1, supports_exact=True),
     OpDef("FusedConv", _conv_infer, _conv_emit, scratch=conv.scratch, domain=AOTC_DOMAIN, since=1,
-          supports_exact=True, in_place_inputs=conv.residual_in_place),
+          supports_exact=True, in_place_inputs=conv.residual_in_place, stores_fast=conv.stores_fast),
 ]

@@ -6,7 +6,7 @@ view keeps its source alive as long as itself). Outputs of a step are placed bef
 its dying inputs are freed, so a kernel never writes over what it still reads, except
 through an in-place alias the operator allows.
 """
-from ..ops.base import in_place_inputs
+from ..ops.base import in_place_inputs, stores_fast
 
 ALIGN = 64
 MAX_WORKSPACE = 2 << 30
@@ -18,6 +18,17 @@ MAX_WORKSPACE = 2 << 30
 # took 0.95x the time at one thread and 0.94x at two with the blocks so staggered,
 # BERT-base 0.97x.
 STAGGER = 64
+# A block freed by a step is not given to the output of a fast-storing kernel
+# (ops.base.stores_fast: a depthwise conv) by the next COOL_STEPS steps. The block's
+# last reader may have run on every thread (a GEMM reads all of its input's channels),
+# leaving its lines in both cores' caches, and a kernel that stores a line every few
+# cycles then waits on each line's copies elsewhere being dropped: MobileNetV2's
+# depthwise convs writing where their block's pointwise conv had just read took twice
+# the time at two threads. Other kernels compute long enough per line stored (and
+# fetch their tiles' lines for writing ahead), and reuse what is hot: with every
+# block so cooled, MobileNetV2 took 1.008x the time at one thread, ResNet-50 1.007x
+# at two.
+COOL_STEPS = 2
 
 
 def align(n):
@@ -25,32 +36,63 @@ def align(n):
 
 
 class Slab:
-    """Best-fit allocator over one growing block; free neighbours coalesce."""
+    """Best-fit allocator over one growing block; free neighbours coalesce. A block
+    released at step i is also kept as recent through step i + COOL_STEPS: a cold
+    request takes no part of it."""
 
     def __init__(self):
-        self.free = []   # sorted (offset, size)
+        self.free = []     # sorted (offset, size)
+        self.recent = []   # (offset, size, last step it is recent)
         self.top = 0
 
-    def alloc(self, size):
+    def age(self, step):
+        """Forget the blocks no longer recent at `step`."""
+        self.recent = [r for r in self.recent if r[2] >= step]
+
+    def alloc(self, size, cold=False):
+        """An offset for `size` bytes: the first of the smallest free blocks that fit
+        (outside the recent ones if `cold`), else the top grows."""
         size = align(max(size, 1))
-        best = None
-        for i, (off, sz) in enumerate(self.free):
-            if sz >= size and (best is None or sz < self.free[best][1]):
-                best = i
-        if best is not None:
-            off, sz = self.free.pop(best)
-            if sz > size:
-                self._insert(off + size, sz - size)
-            return off
-        if self.free and sum(self.free[-1]) == self.top:   # grow the free block at the top
-            off, _ = self.free.pop()
+        blocks = [piece for block in self.free for piece in self._usable(block, cold)]
+        fits = [(sz, off) for off, sz in blocks if sz >= size]
+        if fits:
+            off = min(fits)[1]
+        elif blocks and sum(blocks[-1]) == self.top:   # grow the free block at the top
+            off = blocks[-1][0]
         else:
             off = self.top
-        self.top = off + size
+        self._take(off, size)
+        self.top = max(self.top, off + size)
         return off
 
-    def release(self, off, size):
-        self._insert(off, align(max(size, 1)))
+    def release(self, off, size, step=None):
+        """Free a block; released at `step`, it is recent through step + COOL_STEPS."""
+        size = align(max(size, 1))
+        self._insert(off, size)
+        if step is not None:
+            self.recent.append((off, size, step + COOL_STEPS))
+
+    def _usable(self, block, cold):
+        """The pieces of a free block a request may take: all of it, or if `cold` what
+        lies outside the recent blocks."""
+        pieces = [block]
+        for r_off, r_size, _ in self.recent if cold else ():
+            pieces = [(o, s) for p_off, p_size in pieces
+                      for o, s in ((p_off, min(p_off + p_size, r_off) - p_off),
+                                   (max(p_off, r_off + r_size), p_off + p_size - max(p_off, r_off + r_size)))
+                      if s > 0]
+        return pieces
+
+    def _take(self, off, size):
+        """[off, off + size) leaves the free blocks (its part below the top)."""
+        for i, (o, s) in enumerate(self.free):
+            if o <= off < o + s:
+                del self.free[i]
+                if off > o:
+                    self._insert(o, off - o)
+                if o + s > off + size:
+                    self._insert(off + size, o + s - off - size)
+                return
 
     def _insert(self, off, size):
         self.free.append((off, size))
@@ -83,6 +125,7 @@ def assign(steps, values, keep_alive):
     slab = Slab()
     blocks = {}   # root name -> (offset, size)
     for i, step in enumerate(steps):
+        slab.age(i)
         dying = {v.root.name for v in step.inputs
                  if v is not None and v.root.storage == "workspace" and last_use[v.root.name] == i}
         for k, out in enumerate(step.outputs):
@@ -95,7 +138,7 @@ def assign(steps, values, keep_alive):
                 out.offset = blocks[out.name][0]
             else:
                 size = out.type.nbytes + STAGGER
-                out.offset = slab.alloc(size)
+                out.offset = slab.alloc(size, cold=k == 0 and stores_fast(step.op, step.ctx))
                 blocks[out.name] = (out.offset, size)
             if last_use.get(out.name, i) == i and out.name not in keep_alive:
                 dying.add(out.name)     # made and never read (an unused output)
@@ -105,7 +148,7 @@ def assign(steps, values, keep_alive):
             slab.release(step.scratch_offset, size)
         for name in dying:
             if name in blocks:
-                slab.release(*blocks.pop(name))
+                slab.release(*blocks.pop(name), step=i)
     return slab.top
 
 
