@@ -407,10 +407,7 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
   return pf;
 }
 
-/* Where A is read in place row by row and the block goes panel by panel, as a panel
- * starts: the next panel's rows of its K-block (the block's first panel on the next
- * K-block after its last), fetched into L2. The tiles' 14 row streams outran the
- * hardware's prefetch: 3136 x 64 x 576 (A in L3) 195 -> 209 GFLOP/s. */
+/* Rows of panel p of a row-major A, columns [pc, pc + kc), fetched into L2. */
 AOTC_FN void aotc_sgemm_prefetch_panel_rows_(const aotc_sgemm_job_ *j, int64_t p, int64_t pc, int64_t kc) {
   int64_t i, rows, r, k;
   aotc_sgemm_panel_(j->M, p, &i, &rows);
@@ -418,6 +415,10 @@ AOTC_FN void aotc_sgemm_prefetch_panel_rows_(const aotc_sgemm_job_ *j, int64_t p
     for (k = 0; k < kc; k += 16) AOTC_PREFETCH_L2(j->A + (i + r) * j->lda + pc + k);
 }
 
+/* Where A is read in place row by row and the block goes panel by panel, as a panel
+ * starts: the next panel's rows of its K-block (the block's first panel on the next
+ * K-block after its last), fetched into L2. The tiles' 14 row streams outran the
+ * hardware's prefetch: 3136 x 64 x 576 (A in L3) 195 -> 209 GFLOP/s. */
 AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
                                              int64_t p, int64_t pc, int64_t kc) {
   if (p + 1 < blk->p0 + blk->np) {

@@ -76,11 +76,8 @@ class Slab:
         """The pieces of a free block a request may take: all of it, or if `cold` what
         lies outside the recent blocks."""
         pieces = [block]
-        for r_off, r_size, _ in self.recent if cold else ():
-            pieces = [(o, s) for p_off, p_size in pieces
-                      for o, s in ((p_off, min(p_off + p_size, r_off) - p_off),
-                                   (max(p_off, r_off + r_size), p_off + p_size - max(p_off, r_off + r_size)))
-                      if s > 0]
+        for hole_off, hole_size, _ in self.recent if cold else ():
+            pieces = [part for piece in pieces for part in _outside(piece, hole_off, hole_size)]
         return pieces
 
     def _take(self, off, size):
@@ -104,6 +101,15 @@ class Slab:
             else:
                 merged.append((o, s))
         self.free = merged
+
+
+def _outside(piece, hole_off, hole_size):
+    """The parts of block `piece` (offset, size) before and after the hole, if any."""
+    off, size = piece
+    before = (off, min(off + size, hole_off) - off)
+    start = max(off, hole_off + hole_size)
+    after = (start, off + size - start)
+    return [part for part in (before, after) if part[1] > 0]
 
 
 def assign(steps, values, keep_alive):
