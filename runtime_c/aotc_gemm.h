@@ -407,20 +407,13 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
   return pf;
 }
 
-/* Rows of panel p of a row-major A, columns [pc, pc + kc), fetched into L2. */
-AOTC_FN void aotc_sgemm_prefetch_panel_rows_(const aotc_sgemm_job_ *j, int64_t p, int64_t pc, int64_t kc) {
-  int64_t i, rows, r, k;
-  aotc_sgemm_panel_(j->M, p, &i, &rows);
-  for (r = 0; r < rows; r++)
-    for (k = 0; k < kc; k += 16) AOTC_PREFETCH_L2(j->A + (i + r) * j->lda + pc + k);
-}
-
 /* Where A is read in place row by row and the block goes panel by panel, as a panel
- * starts: the next panel's rows of its K-block (the block's first panel on the next
- * K-block after its last), fetched into L2. The tiles' 14 row streams outran the
- * hardware's prefetch: 3136 x 64 x 576 (A in L3) 195 -> 209 GFLOP/s. */
+ * starts: the next panel's rows of its columns [pc, pc + kc) (the block's first panel on
+ * the next K-block after its last), fetched into L2. The tiles' 14 row streams outran
+ * the hardware's prefetch: 3136 x 64 x 576 (A in L3) 195 -> 209 GFLOP/s. */
 AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
                                              int64_t p, int64_t pc, int64_t kc) {
+  int64_t i, rows, r, k;
   if (p + 1 < blk->p0 + blk->np) {
     p++;
   } else {
@@ -428,7 +421,9 @@ AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aot
     if (pc >= j->K) return;
     kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
   }
-  aotc_sgemm_prefetch_panel_rows_(j, p, pc, kc);
+  aotc_sgemm_panel_(j->M, p, &i, &rows);
+  for (r = 0; r < rows; r++)
+    for (k = 0; k < kc; k += 16) AOTC_PREFETCH_L2(j->A + (i + r) * j->lda + pc + k);
 }
 
 /* Whether each tile of the block runs over all of K at once (aotc_sgemm_kseg_) rather
@@ -442,71 +437,48 @@ AOTC_FN int aotc_sgemm_whole_k_(const aotc_sgemm_job_ *j, const aotc_sgemm_block
          (blk->panel_outer || !j->trans_a);
 }
 
-/* Block `blk` of C, each tile over all of K (aotc_sgemm_whole_k_), with its epilogue. */
-AOTC_FN void aotc_sgemm_block_whole_k_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk) {
-  aotc_sgemm_kseg_ more[AOTC_SGEMM_WHOLE_K_BLOCKS];
-  const int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K);
-  int64_t u;
-  for (u = 0; u < blk->np * blk->ns; u++) {
-    int64_t p, s, c, cols, i, rows, bks, step, pc, n = 0;
-    const float *b;
-    float *cp;
-    aotc_sgemm_epilogue_ ep;
-    aotc_sgemm_block_tile_(blk, u, &p, &s);
-    c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
-    b = aotc_sgemm_strip_at_(j, 0, s, &bks);
-    for (pc = kc; pc < j->K; pc += AOTC_SGEMM_KC, n++) {
-      more[n].b = aotc_sgemm_strip_at_(j, pc, s, &step);
-      more[n].kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
-    }
-    more[n].kc = 0;
-    aotc_sgemm_panel_(j->M, p, &i, &rows);
-    if (!j->trans_a && u % blk->ns == 0 && p + 1 < blk->p0 + blk->np)
-      for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC)
-        aotc_sgemm_prefetch_panel_rows_(j, p + 1, pc, AOTC_MIN(AOTC_SGEMM_KC, j->K - pc));
-    cp = j->C + i * j->ldc + c;
-    ep = aotc_sgemm_epilogue_at_(j, i, c);
-    if (j->residual) aotc_sgemm_prefetch_next_residual_(j, blk, u);
-    if (j->trans_a)
-      aotc_sgemm_tile_for_(rows, cols)(kc, j->A + i, 1, j->lda, b, bks, cp, j->ldc, cols, 1, &ep, NULL, more);
-    else
-      aotc_sgemm_tile_for_(rows, cols)(kc, j->A + i * j->lda, j->lda, 1, b, bks, cp, j->ldc, cols, 1, &ep, NULL, more);
-    aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
-    if (j->take_c) j->take_c->fn(j->take_c->ctx, cp, j->ldc, i, rows, c, cols);
+/* The K-blocks after the first of strip s, for a tile over all of K (at most
+ * AOTC_SGEMM_WHOLE_K_BLOCKS entries, the last with kc = 0). */
+AOTC_FN void aotc_sgemm_more_k_(const aotc_sgemm_job_ *j, int64_t s, aotc_sgemm_kseg_ *more) {
+  int64_t pc, step;
+  for (pc = AOTC_SGEMM_KC; pc < j->K; pc += AOTC_SGEMM_KC, more++) {
+    more->b = aotc_sgemm_strip_at_(j, pc, s, &step);
+    more->kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
   }
+  more->kc = 0;
 }
 
-/* Block t of C over all of K: each tile over all of K where aotc_sgemm_whole_k_ says,
- * else K outermost so C accumulates in order. Within a
- * K-block the tiles go strip by strip, or panel by panel below
+/* Block t of C over all of K, K outermost so C accumulates in order; or, where
+ * aotc_sgemm_whole_k_ says, one pass with each tile over all of K. Within a pass the
+ * tiles go strip by strip, or panel by panel below
  * AOTC_SGEMM_PANEL_OUTER_BELOW_K, or when M > N for blocks of at most
  * AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS strips (aotc_gemm_kernels.h), or when A is made
  * (into `made`, a panel's worth, before the panel's first tile); strip by strip, each
  * tile prefetches part of the next strip (aotc_sgemm_prefetch_at_). */
 AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float *made) {
   aotc_sgemm_block_ blk;
-  int64_t pc, u;
-  int a_rows_in_place;
+  aotc_sgemm_kseg_ more[AOTC_SGEMM_WHOLE_K_BLOCKS];
+  int64_t pc, u, pass;
+  int a_rows_in_place, whole;
   blk.p0 = t / j->ntasks_n * j->panels_per_task, blk.s0 = t % j->ntasks_n * j->strips_per_task;
   blk.np = AOTC_MIN(blk.p0 + j->panels_per_task, j->panels) - blk.p0;
   blk.ns = AOTC_MIN(blk.s0 + j->strips_per_task, j->strips) - blk.s0;
   blk.panel_outer = j->make_a || j->K < AOTC_SGEMM_PANEL_OUTER_BELOW_K ||
                     (j->M > j->N && blk.ns <= AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS);
-  if (aotc_sgemm_whole_k_(j, &blk)) {
-    aotc_sgemm_block_whole_k_(j, &blk);
-    return;
-  }
+  whole = aotc_sgemm_whole_k_(j, &blk);
+  pass = whole ? j->K : AOTC_SGEMM_KC;   /* the columns of A one pass over the tiles takes */
   a_rows_in_place = blk.panel_outer && !j->make_a && !j->pa && !j->trans_a;
-  for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
+  for (pc = 0; pc < j->K; pc += pass) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
-    int first = pc == 0, last = pc + kc == j->K;
+    int first = pc == 0, last = pc + pass >= j->K;
     for (u = 0; j->packs_a_in_tasks && u < blk.np; u++) aotc_sgemm_pack_a_at_(j, pc, kc, blk.p0 + u);
     for (u = 0; u < blk.np * blk.ns; u++) {
       int64_t p, s, c, cols, i, rows, ars, aks, bks;
       const float *a, *b;
       float *cp;
       aotc_sgemm_epilogue_ ep;
-      aotc_sgemm_prefetch_ pf = aotc_sgemm_prefetch_at_(j, &blk, pc, kc, u);
+      aotc_sgemm_prefetch_ pf = {NULL, 0, 0};
+      if (!whole) pf = aotc_sgemm_prefetch_at_(j, &blk, pc, kc, u);
       aotc_sgemm_block_tile_(&blk, u, &p, &s);
       c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
       b = aotc_sgemm_strip_at_(j, pc, s, &bks);
@@ -521,12 +493,14 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       } else {
         a = j->A + i * j->lda + pc, ars = j->lda, aks = 1;
       }
-      if (a_rows_in_place && u % blk.ns == 0) aotc_sgemm_prefetch_next_panel_(j, &blk, p, pc, kc);
+      if (a_rows_in_place && u % blk.ns == 0)
+        aotc_sgemm_prefetch_next_panel_(j, &blk, p, pc, AOTC_MIN(pass, j->K - pc));
+      if (whole) aotc_sgemm_more_k_(j, s, more);
       cp = j->C + i * j->ldc + c;
       ep = aotc_sgemm_epilogue_at_(j, i, c);
       if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u);
       aotc_sgemm_tile_for_(rows, cols)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first,
-                                       last ? &ep : NULL, pf.count > 0 ? &pf : NULL, NULL);
+                                       last ? &ep : NULL, pf.count > 0 ? &pf : NULL, whole ? more : NULL);
       if (!last) continue;
       aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
       if (j->take_c) j->take_c->fn(j->take_c->ctx, cp, j->ldc, i, rows, c, cols);
