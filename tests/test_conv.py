@@ -387,6 +387,7 @@ def _winograd_model(x_shape, w_shape, pads, act, residual):
     ((1, 40, 14, 15), (32, 40, 3, 3), [1, 1, 1, 1], "Identity", False),
     ((1, 300, 14, 14), (32, 300, 3, 3), [1, 1, 1, 1], "Relu", False),     # two K-blocks
     ((1, 32, 3, 519), (32, 32, 3, 3), [1, 1, 1, 1], "Relu", True),       # rows across blocks
+    ((1, 96, 10, 26), (96, 96, 3, 3), [1, 1, 1, 1], "Relu", True),       # a last block of one tile
 ])
 def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_path, x_shape, w_shape, pads,
                                                                          act, residual):
