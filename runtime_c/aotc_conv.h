@@ -1734,6 +1734,67 @@ AOTC_FN void aotc_conv_pixels_task_(void *arg, int64_t t) {
         }
 }
 
+#if defined(AOTC_SGEMM_PATH_AVX512)
+/* A stem (a short K and few output channels) goes the other way round: 16 output
+ * pixels of a row a vector, read from the phase planes, times each of 16 output
+ * channels' weights broadcast, so each channel's sums land in one vector, stored as it
+ * is. The tiles above spent a third of MobileNetV2's 3 -> 32 stem (K = 27) transposing
+ * their 14 x 32 sums for the store: alone 0.33 -> 0.27 ms at one thread (onnxruntime's
+ * 0.27); ResNet-50's 7x7 stem (K = 147) took 0.95x the time. The same sums in the same
+ * order (k in order from +0, then the bias, the residual): the same bits. */
+#define AOTC_CONV_PIXELS_VECTORS_MAX_K 160
+#define AOTC_CONV_PIXELS_VECTORS_MAX_COUT 64
+AOTC_FN int aotc_conv_pixels_vectors_fit_(const aotc_conv_geom *g) {
+  return g->cin_g * g->kernel[1] * g->kernel[2] <= AOTC_CONV_PIXELS_VECTORS_MAX_K &&
+         g->cout_g <= AOTC_CONV_PIXELS_VECTORS_MAX_COUT;
+}
+
+/* Output pixels [ow0, ow0 + n) (n <= 16) of row oh, channels 16 h .. of the packed W^T.
+ * Not inlined: in its caller, six of the 16 sums went to the stack at every k (the time
+ * 1.5x). */
+AOTC_NOINLINE void aotc_conv_pixels_vector_(const aotc_conv_pixels_args_ *a, int64_t oh, int64_t ow0,
+                                                 int64_t n, int64_t h) {
+  const aotc_conv_geom *g = a->ph.g;
+  const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], out_px = g->out[1] * g->out[2];
+  const int64_t c0 = 16 * h, cols = AOTC_MIN(16, g->cout_g - c0), pixel = oh * g->out[2] + ow0;
+  const float *AOTC_RESTRICT src = a->ph.xp + oh * a->ph.wq + ow0;
+  const float *AOTC_RESTRICT w = a->w + aotc_sgemm_packed_strip_(a->strips, K, 0, c0 / AOTC_SGEMM_NR) +
+                                 c0 % AOTC_SGEMM_NR;
+  const __mmask16 m = aotc_v_mask_(n);
+  __m512 acc[16];
+  int64_t k;
+  int c;
+  AOTC_UNROLL(16)
+  for (c = 0; c < 16; c++) acc[c] = _mm512_setzero_ps();
+  for (k = 0; k < K; k++, w += AOTC_SGEMM_NR) {
+    const __m512 x = _mm512_maskz_loadu_ps(m, src + a->koff[k]);
+    AOTC_UNROLL(16)
+    for (c = 0; c < 16; c++) acc[c] = AOTC_V_MADD(_mm512_set1_ps(w[c]), x, acc[c]);
+  }
+  AOTC_UNROLL(16)
+  for (c = 0; c < 16; c++) {   /* (a fixed count: acc stays in registers) */
+    const int64_t at = (c0 + c) * out_px + pixel;
+    if (c < cols) {
+      const __m512 sum = a->bias ? _mm512_add_ps(acc[c], _mm512_set1_ps(a->bias[c0 + c])) : acc[c];
+      aotc_conv_store_run_(a->y + at, sum, a->residual ? a->residual + at : NULL, n, a->act);
+    }
+  }
+}
+
+/* Task t: output rows [t * per_row, ...) (per_row in a->per_row), all their pixels and
+ * channels. */
+AOTC_FN void aotc_conv_pixels_vectors_task_(void *arg, int64_t t) {
+  const aotc_conv_pixels_args_ *a = (const aotc_conv_pixels_args_ *)arg;
+  const aotc_conv_geom *g = a->ph.g;
+  const int64_t ow_n = g->out[2], halves = (g->cout_g + 15) / 16;
+  const int64_t r1 = AOTC_MIN((t + 1) * a->per_row, g->out[1]);
+  int64_t oh, ow0, h;
+  for (oh = t * a->per_row; oh < r1; oh++)
+    for (ow0 = 0; ow0 < ow_n; ow0 += 16)
+      for (h = 0; h < halves; h++) aotc_conv_pixels_vector_(a, oh, ow0, AOTC_MIN(16, ow_n - ow0), h);
+}
+#endif
+
 /* The fixed split of g's tiles: where the weights outweigh the phase planes, a task is
  * one strip over all the pixels, so each strip comes from memory once; otherwise a run
  * of pixel groups over all the strips, the weights coming again from L2. */
@@ -1782,6 +1843,14 @@ AOTC_ENGINE_FN void aotc_conv_pixels(aotc_pool *pool, const aotc_conv_geom *g, c
       a.w = w + grp * aotc_sgemm_packed_b_floats(g->cout_g, g->cin_g * g->kernel[1] * g->kernel[2]);
       a.bias = bias ? bias + grp * g->cout_g : NULL;
       aotc_parallel_for(pool, aotc_conv_phase_tasks_(g, &a.ph), aotc_conv_phases_task_, &a.ph);
+#if defined(AOTC_SGEMM_PATH_AVX512)
+      if (aotc_conv_pixels_vectors_fit_(g)) {
+        aotc_conv_pixels_args_ v = a;
+        v.per_row = aotc_sgemm_div_up_(g->out[1], AOTC_CONV_PIXELS_MIN_TASKS);   /* rows per task */
+        aotc_parallel_for(pool, aotc_sgemm_div_up_(g->out[1], v.per_row), aotc_conv_pixels_vectors_task_, &v);
+        continue;
+      }
+#endif
       aotc_parallel_for(pool, a.group_tasks * aotc_sgemm_div_up_(a.strips, a.strips_per_task),
                         aotc_conv_pixels_task_, &a);
     }

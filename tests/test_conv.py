@@ -307,6 +307,25 @@ def test_pointwise_on_the_pixels_kernel_adds_a_residual_in_place(tmp_path):
     assert relative_error(two, run_ort(model, feeds)["y"]) < 1e-5
 
 
+def test_stem_on_the_pixels_kernel_with_a_residual_and_an_activation_after_the_store(tmp_path):
+    """A stem (K = 27, 40 output channels: two vectors of 16 and one of 8) takes the
+    pixels kernel's vectors of 16 output pixels, here 23 to a row (one ragged vector),
+    in two images; its fused residual Add and a Sigmoid after it: ONNX Runtime's
+    values, the same bits at 1 and 2 threads."""
+    n = helper.make_node
+    model = make_model([n("Conv", ["x", "w", "b"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
+                        n("Add", ["c", "r"], ["a"]), n("Sigmoid", ["a"], ["y"])],
+                       [("x", np.float32, (2, 3, 19, 45)), ("r", np.float32, (2, 40, 10, 23))],
+                       [("y", np.float32, None)],
+                       {"w": random((40, 3, 3, 3), seed=1, low=-0.3, high=0.3), "b": random((40,), seed=2)})
+    used, sess = kernel_used(tmp_path, model)
+    assert used == "pixels"
+    feeds = {"x": random((2, 3, 19, 45), seed=3), "r": random((2, 40, 10, 23), seed=4)}
+    two = aotc.compile(model, threads=2).run(feeds)["y"]
+    assert sess.run(feeds)["y"].tobytes() == two.tobytes()
+    assert relative_error(two, run_ort(model, feeds)["y"]) < 1e-5
+
+
 @pytest.mark.parametrize("x_shape, w_shape, attrs", [
     ((2, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),     # pixels, tasks of pixel rows
     ((1, 64, 40, 40), (16, 64, 3, 3), {"pads": [1, 1, 1, 1], "dilations": [2, 2]}),   # im2col
