@@ -370,6 +370,37 @@ typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int
 AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_ROWS_)
 AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_HALF_ROWS_)
 
+/* A run of n full-width tiles along one panel: tile t reads the strip at b + t * bnext
+ * and writes C's columns from 32 t on, its epilogue's bias_n and residual 32 t further
+ * on (each fetching the next tile's residual as it starts); A, the K-block and the
+ * flags are the run's. One call for the run saves each tile the call and the set-up
+ * around it, which cost short tiles (K = 16 to 160: MobileNetV2's pointwise convs) as
+ * much as a tenth of their time. The same sums as tile by tile. */
+typedef void (*aotc_sgemm_tile_run_fn_)(int64_t kc, const float *a, int64_t ars, int64_t aks,
+                                        const float *b, int64_t bks, int64_t bnext, float *c,
+                                        int64_t ldc, int64_t n, int first, const aotc_sgemm_epilogue_ *ep);
+#define AOTC_SGEMM_TILE_RUN_(R)                                                                   \
+  AOTC_NOINLINE void aotc_sgemm_tile_run_##R##_(int64_t kc, const float *a, int64_t ars, int64_t aks, \
+                                                const float *b, int64_t bks, int64_t bnext, float *c, \
+                                                int64_t ldc, int64_t n, int first,                   \
+                                                const aotc_sgemm_epilogue_ *ep) {                   \
+    aotc_sgemm_epilogue_ e = {NULL, NULL, NULL, 0, AOTC_SGEMM_ACT_NONE, 0.0f, 0.0f};               \
+    int64_t t;                                                                                     \
+    if (ep) e = *ep;                                                                               \
+    for (t = 0; t < n; t++, b += bnext, c += AOTC_SGEMM_NR) {                                     \
+      if (e.residual && t + 1 < n) aotc_sgemm_prefetch_tile_(e.residual + AOTC_SGEMM_NR, e.ldr, R, 0); \
+      if (ars == 1)                                                                                \
+        aotc_sgemm_tile_body_(R, AOTC_NV, kc, a, 1, aks, b, bks, c, ldc, AOTC_SGEMM_NR, first,    \
+                              ep ? &e : NULL, NULL, NULL, NULL);                                   \
+      else                                                                                         \
+        aotc_sgemm_tile_body_(R, AOTC_NV, kc, a, ars, 1, b, bks, c, ldc, AOTC_SGEMM_NR, first,    \
+                              ep ? &e : NULL, NULL, NULL, NULL);                                   \
+      if (e.bias_n) e.bias_n += AOTC_SGEMM_NR;                                                     \
+      if (e.residual) e.residual += AOTC_SGEMM_NR;                                                 \
+    }                                                                                              \
+  }
+AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_RUN_)
+
 /* The same tiles with a row-major A and B's row k at b + boff[k]: the rows of an
  * unfolded matrix read where they lie (the implicit conv kernel). */
 typedef void (*aotc_sgemm_tile_ind_fn_)(int64_t kc, const float *a, int64_t ars, const float *b,
@@ -391,6 +422,12 @@ AOTC_FN aotc_sgemm_tile_fn_ aotc_sgemm_tile_for_(int64_t rows, int64_t cols) {
   static const aotc_sgemm_tile_fn_ tiles[] = {AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_NAME_)};
   static const aotc_sgemm_tile_fn_ halves[] = {AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_HALF_NAME_)};
   return cols <= AOTC_SGEMM_NR / 2 ? halves[rows - 1] : tiles[rows - 1];
+}
+
+#define AOTC_SGEMM_TILE_RUN_NAME_(R) aotc_sgemm_tile_run_##R##_,
+AOTC_FN aotc_sgemm_tile_run_fn_ aotc_sgemm_tile_run_for_(int64_t rows) {
+  static const aotc_sgemm_tile_run_fn_ runs[] = {AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_RUN_NAME_)};
+  return runs[rows - 1];
 }
 
 AOTC_FN aotc_sgemm_tile_ind_fn_ aotc_sgemm_tile_ind_for_(int64_t rows) {

@@ -30,6 +30,9 @@ PRODUCTS = [
     (9, 70, 1, "b"),         # K = 1
     (1, 70, 513, "b"),       # M = 1 over row-major B
     (29, 130, 40, "b"),      # more than 4 strips: A read in place (row stride 40)
+    (20, 2000, 40, "b"),     # K short, blocks of several strips: each panel's full strips in
+    (20, 2000, 40, "const"),    # one run, the ragged one after; from B in place, packed,
+    (19, 2000, 40, "gemm_tt"),  # or packed per call with C as the bias
     (20, 200, 512, "b"),     # row stride of 2 KiB: A packed; K two whole blocks
     (300, 150, 512, "b"),    # ... and 22 panels: on AVX-512 each task packs its own
     (17, 2050, 520, "const"),   # long rows of A meeting many strips: A packed (stride 520)
