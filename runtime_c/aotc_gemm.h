@@ -428,22 +428,28 @@ AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aot
 
 /* Whether each tile of the block runs over all of K at once (aotc_sgemm_kseg_) rather
  * than storing and reloading its sums at every K-block: where A is read in place, panel
- * by panel or (A row-major) strip by strip. 3136 x 64 x 576 took 0.98x the time at one
- * thread, 128 x 768 x 768 0.99x at one and 0.98x at two (paired); a transposed A strip
- * by strip (the rows kernel's 1x1 convs over X) lost: MobileNetV2 1.015x. */
+ * by panel or (A row-major) strip by strip, or packed, over at most
+ * AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS K-blocks. 3136 x 64 x 576 took 0.98x the time at one
+ * thread, 128 x 768 x 768 0.99x at one and 0.98x at two, 1024^3 (A packed) 0.98x at one
+ * and two (paired); a transposed A strip by strip (the rows kernel's 1x1 convs over X)
+ * lost: MobileNetV2 1.015x; and so did a packed A over 12 K-blocks (BERT-base's 3072 ->
+ * 768 products: the model 1.015x), each tile then streaming a strip of B too long for
+ * L1 that the next panel reads again. */
 #define AOTC_SGEMM_WHOLE_K_BLOCKS 16   /* K-blocks at most (K <= 4096) */
+#define AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS 4
 AOTC_FN int aotc_sgemm_whole_k_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk) {
-  return j->kblocks > 1 && j->kblocks <= AOTC_SGEMM_WHOLE_K_BLOCKS && !j->make_a && !j->pa &&
-         (blk->panel_outer || !j->trans_a);
+  return j->kblocks > 1 && j->kblocks <= AOTC_SGEMM_WHOLE_K_BLOCKS && !j->make_a &&
+         (!j->pa || j->kblocks <= AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS) && (blk->panel_outer || !j->trans_a);
 }
 
-/* The K-blocks after the first of strip s, for a tile over all of K (at most
+/* The K-blocks after the first of strip s, for a tile over all of K from row i (at most
  * AOTC_SGEMM_WHOLE_K_BLOCKS entries, the last with kc = 0). */
-AOTC_FN void aotc_sgemm_more_k_(const aotc_sgemm_job_ *j, int64_t s, aotc_sgemm_kseg_ *more) {
+AOTC_FN void aotc_sgemm_more_k_(const aotc_sgemm_job_ *j, int64_t s, int64_t i, aotc_sgemm_kseg_ *more) {
   int64_t pc, step;
   for (pc = AOTC_SGEMM_KC; pc < j->K; pc += AOTC_SGEMM_KC, more++) {
     more->b = aotc_sgemm_strip_at_(j, pc, s, &step);
     more->kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
+    more->a = j->pa ? j->pa + aotc_sgemm_a_panel_(j->M, j->K, pc, i) : NULL;   /* packed: its own place */
   }
   more->kc = 0;
 }
@@ -519,7 +525,9 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
   for (pc = 0; pc < j->K; pc += pass) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     int first = pc == 0, last = pc + pass >= j->K;
-    for (u = 0; j->packs_a_in_tasks && u < blk.np; u++) aotc_sgemm_pack_a_at_(j, pc, kc, blk.p0 + u);
+    int64_t q;   /* the pass's K-blocks of the block's panels, where the tasks pack A */
+    for (q = pc; j->packs_a_in_tasks && q < AOTC_MIN(pc + pass, j->K); q += AOTC_SGEMM_KC)
+      for (u = 0; u < blk.np; u++) aotc_sgemm_pack_a_at_(j, q, AOTC_MIN(AOTC_SGEMM_KC, j->K - q), blk.p0 + u);
     for (u = 0; u < blk.np * blk.ns; u++) {
       int64_t p, s, c, cols, i, rows, ars, aks, bks;
       const float *a, *b;
@@ -548,7 +556,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       }
       if (a_rows_in_place && u % blk.ns == 0)
         aotc_sgemm_prefetch_next_panel_(j, &blk, p, pc, AOTC_MIN(pass, j->K - pc));
-      if (whole) aotc_sgemm_more_k_(j, s, more);
+      if (whole) aotc_sgemm_more_k_(j, s, i, more);
       cp = j->C + i * j->ldc + c;
       ep = aotc_sgemm_epilogue_at_(j, i, c);
       if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u);

@@ -217,12 +217,13 @@ typedef struct {
 } aotc_sgemm_prefetch_;
 
 /* The K-blocks a tile goes on to after its first, in order, ended by one with kc = 0:
- * each a strip of B (rows bks apart, as the first's) and its rows; A goes on where the
- * first block left it. The sums stay in registers from block to block, where a tile per
+ * each a strip of B (rows bks apart, as the first's) and its rows, and A: where the
+ * block before left it (read in place), or its own panel (packed). The sums stay in registers from block to block, where a tile per
  * K-block stored them and loaded them back (the same sums in the same order). */
 typedef struct {
   const float *b;
   int64_t kc;
+  const float *a;   /* NULL: A goes on where the block before left it; else A's panel here */
 } aotc_sgemm_kseg_;
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -309,8 +310,10 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
     if (boff) b = b0 + boff[k];
     AOTC_SGEMM_TILE_STEP_();
   }
-  for (; more && more->kc > 0; more++)
+  for (; more && more->kc > 0; more++) {
+    if (more->a) a = more->a;
     for (b = more->b, k = 0; k < more->kc; k++) AOTC_SGEMM_TILE_STEP_();
+  }
   if (ep) {
     const aotc_v_ lo = AOTC_V_SET1(ep->lo), hi = AOTC_V_SET1(ep->hi);
     AOTC_UNROLL(16)
