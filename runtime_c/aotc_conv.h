@@ -1781,15 +1781,21 @@ AOTC_NOINLINE void aotc_conv_pixels_vector_(const aotc_conv_pixels_args_ *a, int
   }
 }
 
-/* Task t: output rows [t * per_row, ...) (per_row in a->per_row), all their pixels and
+/* Output rows per task of the vectors path: AOTC_CONV_PIXELS_MIN_TASKS tasks, where the
+ * rows allow. */
+AOTC_FN int64_t aotc_conv_pixels_vector_rows_(const aotc_conv_geom *g) {
+  return aotc_sgemm_div_up_(g->out[1], AOTC_CONV_PIXELS_MIN_TASKS);
+}
+
+/* Task t: its output rows (aotc_conv_pixels_vector_rows_), all their pixels and
  * channels. */
 AOTC_FN void aotc_conv_pixels_vectors_task_(void *arg, int64_t t) {
   const aotc_conv_pixels_args_ *a = (const aotc_conv_pixels_args_ *)arg;
   const aotc_conv_geom *g = a->ph.g;
-  const int64_t ow_n = g->out[2], halves = (g->cout_g + 15) / 16;
-  const int64_t r1 = AOTC_MIN((t + 1) * a->per_row, g->out[1]);
+  const int64_t ow_n = g->out[2], halves = (g->cout_g + 15) / 16, rows = aotc_conv_pixels_vector_rows_(g);
+  const int64_t r1 = AOTC_MIN((t + 1) * rows, g->out[1]);
   int64_t oh, ow0, h;
-  for (oh = t * a->per_row; oh < r1; oh++)
+  for (oh = t * rows; oh < r1; oh++)
     for (ow0 = 0; ow0 < ow_n; ow0 += 16)
       for (h = 0; h < halves; h++) aotc_conv_pixels_vector_(a, oh, ow0, AOTC_MIN(16, ow_n - ow0), h);
 }
@@ -1845,9 +1851,8 @@ AOTC_ENGINE_FN void aotc_conv_pixels(aotc_pool *pool, const aotc_conv_geom *g, c
       aotc_parallel_for(pool, aotc_conv_phase_tasks_(g, &a.ph), aotc_conv_phases_task_, &a.ph);
 #if defined(AOTC_SGEMM_PATH_AVX512)
       if (aotc_conv_pixels_vectors_fit_(g)) {
-        aotc_conv_pixels_args_ v = a;
-        v.per_row = aotc_sgemm_div_up_(g->out[1], AOTC_CONV_PIXELS_MIN_TASKS);   /* rows per task */
-        aotc_parallel_for(pool, aotc_sgemm_div_up_(g->out[1], v.per_row), aotc_conv_pixels_vectors_task_, &v);
+        aotc_parallel_for(pool, aotc_sgemm_div_up_(g->out[1], aotc_conv_pixels_vector_rows_(g)),
+                          aotc_conv_pixels_vectors_task_, &a);
         continue;
       }
 #endif

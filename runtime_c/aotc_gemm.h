@@ -478,8 +478,8 @@ AOTC_FN int64_t aotc_sgemm_full_strips_(const aotc_sgemm_job_ *j, const aotc_sge
 /* Whether the block's panels each take their full strips in one call (a run,
  * aotc_sgemm_tile_run_for_): panel by panel, K-block by K-block, with nothing to do
  * between the tiles (no activation after the store, no taker of C, no made A).
- * MobileNetV2 took 0.995x the time at one thread and 0.993x at two; ResNet-50 1.000x
- * and 0.989x (paired, builds.py --model). */
+ * MobileNetV2 took 0.974x the time at one thread and 0.990x at two; ResNet-50 0.997x
+ * and 0.996x (paired, builds.py --model). */
 AOTC_FN int aotc_sgemm_runs_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk, int whole) {
   return blk->panel_outer && !whole && !j->make_a && !j->act_after && !j->take_c &&
          aotc_sgemm_full_strips_(j, blk) > 1;

@@ -377,8 +377,8 @@ AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_HALF_ROWS_)
  * and writes C's columns from 32 t on, its epilogue's bias_n and residual 32 t further
  * on (each fetching the next tile's residual as it starts); A, the K-block and the
  * flags are the run's. One call for the run saves each tile the call and the set-up
- * around it, which cost short tiles (K = 16 to 160: MobileNetV2's pointwise convs) as
- * much as a tenth of their time. The same sums as tile by tile. */
+ * around it, which count in short tiles (K = 16 to 160: MobileNetV2's pointwise convs;
+ * 256 x 3136 x 64 took 0.978x the time in runs). The same sums as tile by tile. */
 typedef void (*aotc_sgemm_tile_run_fn_)(int64_t kc, const float *a, int64_t ars, int64_t aks,
                                         const float *b, int64_t bks, int64_t bnext, float *c,
                                         int64_t ldc, int64_t n, int first, const aotc_sgemm_epilogue_ *ep);
