@@ -121,14 +121,34 @@ AOTC_FN void aotc_pooling_row_(const aotc_pooling_geom *g, int is_max,
 /* The widest padded row the separable max keeps on the stack. */
 #define AOTC_POOLING_ROW_MAX 4096
 
+/* v[i] = max(src[i], v[i]) for i < n: one input row into the row buffer. */
+AOTC_FN void aotc_pooling_max_pass_(float *AOTC_RESTRICT v, const float *AOTC_RESTRICT src, int64_t n) {
+  int64_t i;
+  for (i = 0; i < n; i++) v[i] = AOTC_MAX(src[i], v[i]);
+}
+
+/* v[i] = the max of rows[0..count)[i] (count <= 3) from -FLT_MAX, in that order, each
+ * column written once. */
+AOTC_FN void aotc_pooling_max_of_rows_(float *AOTC_RESTRICT v, const float *const *rows, int count, int64_t n) {
+  const float *AOTC_RESTRICT r0 = rows[0], *AOTC_RESTRICT r1 = rows[1], *AOTC_RESTRICT r2 = rows[2];
+  int64_t i;
+  if (count == 3)
+    for (i = 0; i < n; i++) v[i] = AOTC_MAX(r2[i], AOTC_MAX(r1[i], AOTC_MAX(r0[i], -FLT_MAX)));
+  else if (count == 2)
+    for (i = 0; i < n; i++) v[i] = AOTC_MAX(r1[i], AOTC_MAX(r0[i], -FLT_MAX));
+  else if (count == 1)
+    for (i = 0; i < n; i++) v[i] = AOTC_MAX(r0[i], -FLT_MAX);
+}
+
 /* Max is separable: one output row (plane, od, oh) as the max over the window's input
  * rows, column by column (contiguous, vectorized), then over each window's columns of
  * that row, padded with -FLT_MAX. NaN is skipped and ties keep the value first seen,
  * as in the tap-by-tap loop. Needs the padded span `width` <= AOTC_POOLING_ROW_MAX.
- * Up to AOTC_POOLING_ROWS_AT_ONCE input rows (the cases below) are taken in one pass
- * that writes each column once: a pass per row, each reading and writing the whole row
- * buffer, was 60% of the time of ResNet-50's 3x3 max pool (alone at one thread: 0.21 ->
- * 0.16 ms, onnxruntime's 0.16; at two 0.12 -> 0.10). */
+ * A window of up to AOTC_POOLING_ROWS_AT_ONCE input rows is taken in one pass that
+ * writes each column once (aotc_pooling_max_of_rows_); more rows go a pass each. A pass
+ * per row, each reading and writing the whole row buffer, was 60% of the time of
+ * ResNet-50's 3x3 max pool (alone at one thread: 0.21 -> 0.16 ms, onnxruntime's 0.16;
+ * at two 0.12 -> 0.10). */
 #define AOTC_POOLING_ROWS_AT_ONCE 3
 AOTC_FN void aotc_pooling_max_row_separable_(const aotc_pooling_geom *g,
                                              const float *AOTC_RESTRICT plane,
@@ -138,8 +158,9 @@ AOTC_FN void aotc_pooling_max_row_separable_(const aotc_pooling_geom *g,
   const int64_t pw = g->pad[2], in_w = g->in[2], ow_n = g->out[2], sw = g->stride[2];
   const int64_t dw = g->dilation[2], kw = g->kernel[2];
   float *v = buf + pw;   /* v[iw] for iw in [-pw, width - pw) */
-  const float *rows[AOTC_POOLING_ROWS_AT_ONCE];
-  int64_t kz, ky, i, ow, kx, n = 0;
+  const float *held[AOTC_POOLING_ROWS_AT_ONCE] = {NULL, NULL, NULL};   /* rows not yet taken */
+  int64_t kz, ky, i, ow, kx;
+  int nheld = 0, row_by_row = 0;
   for (i = 0; i < width; i++) buf[i] = -FLT_MAX;
   for (kz = 0; kz < g->kernel[0]; kz++) {
     int64_t iz = od * g->stride[0] - g->pad[0] + kz * g->dilation[0];
@@ -149,28 +170,18 @@ AOTC_FN void aotc_pooling_max_row_separable_(const aotc_pooling_geom *g,
       const float *src;
       if (iy < 0 || iy >= g->in[1]) continue;
       src = plane + (iz * g->in[1] + iy) * in_w;
-      if (n < AOTC_POOLING_ROWS_AT_ONCE) {
-        rows[n++] = src;
+      if (!row_by_row && nheld < AOTC_POOLING_ROWS_AT_ONCE) {
+        held[nheld++] = src;
         continue;
       }
-      if (n == AOTC_POOLING_ROWS_AT_ONCE) {   /* more rows: a pass for each, in order */
-        for (n = 0; n < AOTC_POOLING_ROWS_AT_ONCE; n++)
-          for (i = 0; i < in_w; i++) v[i] = AOTC_MAX(rows[n][i], v[i]);
-        n++;
+      if (!row_by_row) {   /* one row more than a pass takes: the held ones first, in order */
+        for (i = 0; i < nheld; i++) aotc_pooling_max_pass_(v, held[i], in_w);
+        row_by_row = 1;
       }
-      for (i = 0; i < in_w; i++) v[i] = AOTC_MAX(src[i], v[i]);
+      aotc_pooling_max_pass_(v, src, in_w);
     }
   }
-  if (n == 3) {
-    const float *AOTC_RESTRICT r0 = rows[0], *AOTC_RESTRICT r1 = rows[1], *AOTC_RESTRICT r2 = rows[2];
-    for (i = 0; i < in_w; i++) v[i] = AOTC_MAX(r2[i], AOTC_MAX(r1[i], AOTC_MAX(r0[i], -FLT_MAX)));
-  } else if (n == 2) {
-    const float *AOTC_RESTRICT r0 = rows[0], *AOTC_RESTRICT r1 = rows[1];
-    for (i = 0; i < in_w; i++) v[i] = AOTC_MAX(r1[i], AOTC_MAX(r0[i], -FLT_MAX));
-  } else if (n == 1) {
-    const float *AOTC_RESTRICT r0 = rows[0];
-    for (i = 0; i < in_w; i++) v[i] = AOTC_MAX(r0[i], -FLT_MAX);
-  }
+  if (!row_by_row) aotc_pooling_max_of_rows_(v, held, nheld, in_w);
   if (sw == 2 && dw == 1 && kw == 3) {
     for (ow = 0; ow < ow_n; ow++) {
       float m = buf[2 * ow];

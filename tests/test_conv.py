@@ -308,10 +308,10 @@ def test_pointwise_on_the_pixels_kernel_adds_a_residual_in_place(tmp_path):
 
 
 def test_stem_on_the_pixels_kernel_with_a_residual_and_an_activation_after_the_store(tmp_path):
-    """A stem (K = 27, 40 output channels: two vectors of 16 and one of 8) takes the
-    pixels kernel's vectors of 16 output pixels, here 23 to a row (one ragged vector),
-    in two images; its fused residual Add and a Sigmoid after it: ONNX Runtime's
-    values, the same bits at 1 and 2 threads."""
+    """A stem (K = 27, 40 output channels: two vectors of 16 and one of 8) takes, on
+    AVX-512, the pixels kernel's vectors of 16 output pixels, here 23 to a row (one
+    ragged vector), in two images; its fused residual Add and a Sigmoid after it: ONNX
+    Runtime's values, the same bits at 1 and 2 threads."""
     n = helper.make_node
     model = make_model([n("Conv", ["x", "w", "b"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
                         n("Add", ["c", "r"], ["a"]), n("Sigmoid", ["a"], ["y"])],
