@@ -31,8 +31,12 @@ except ImportError:          # running as a copied module, without aotc
             kind = "InvalidInput"
 
 TensorSpec = namedtuple("TensorSpec", "name dtype shape")
+# A run's workspace (the array and the C pointer to its first 64-byte aligned byte) and
+# its arrays of input and output pointers, kept for the next run.
+_RunBuffers = namedtuple("_RunBuffers", "workspace pointer inputs outputs")
 _ALIGN = 64
 _POOLED_WORKSPACES = 8
+_SMALL_OUTPUT_BYTES = 4096   # outputs up to this size are not aligned to _ALIGN
 _ERRORS = {1: "the workspace is not 64-byte aligned", 2: "a pointer is NULL",
            3: "an index input is out of range"}
 
@@ -95,8 +99,7 @@ class Session:
         self._ffi, self._lib = _open_library(self.out_dir, m)
         self._run = getattr(self._lib, f"{self.name}_run_array")
         self._workspace_bytes = int(m["workspace_bytes"])
-        self._idle = []
-        self._lock = threading.Lock()
+        self._idle = []   # _RunBuffers for the next runs (list append and pop are atomic)
         self.threads = default_threads() if threads is None else max(1, int(threads))
         getattr(self._lib, f"{self.name}_set_threads")(self.threads)
 
@@ -113,17 +116,19 @@ class Session:
             feed = {self.inputs[0].name: feed}
         arrays = self._check_inputs(feed)
         ffi = self._ffi
-        outputs = [_aligned_output(ffi, t, nbytes) for t, nbytes in zip(self.outputs, self._output_bytes)]
-        results, pointers = [r for r, _ in outputs], [p for _, p in outputs]
-        in_ptrs = ffi.new("void *[]", [ffi.from_buffer(a) for a in arrays] or [ffi.NULL])
-        out_ptrs = ffi.new("void *[]", pointers or [ffi.NULL])
-        workspace, pointer = self._take_workspace()
+        buffers = self._take_buffers()
         try:
-            code = self._run(pointer, in_ptrs, out_ptrs)
+            for i, a in enumerate(arrays):
+                buffers.inputs[i] = ffi.from_buffer(a)   # (arrays keeps the data alive)
+            results = []
+            for i, (spec, nbytes) in enumerate(zip(self.outputs, self._output_bytes)):
+                array, buffers.outputs[i] = _new_output(ffi, spec, nbytes)
+                results.append(array)
+            code = self._run(buffers.pointer, buffers.inputs, buffers.outputs)
             if code == 0 and self._data_dependent:
-                results = self._trimmed(results, workspace)
+                results = self._trimmed(results, buffers.workspace)
         finally:
-            self._give_back((workspace, pointer))
+            self._give_back(buffers)
         if code != 0:
             raise AotcError(f"{self.name}_run failed with code {code}: {_ERRORS.get(code, 'unknown error')}")
         if single:
@@ -162,24 +167,27 @@ class Session:
             arrays.append(np.ascontiguousarray(a))
         return arrays
 
-    def _take_workspace(self):
-        """A workspace array and the C pointer to its first 64-byte aligned byte."""
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
+    def _take_buffers(self):
+        """A run's workspace and pointer arrays: pooled ones, or new."""
+        try:
+            return self._idle.pop()
+        except IndexError:
+            pass
+        ffi = self._ffi
         workspace = np.empty(self._workspace_bytes + _ALIGN, np.uint8)
-        return workspace, self._ffi.cast("void *", _aligned_address(workspace))
+        return _RunBuffers(workspace, ffi.cast("void *", _aligned_address(workspace)),
+                           ffi.new("void *[]", max(1, len(self.inputs))),
+                           ffi.new("void *[]", max(1, len(self.outputs))))
 
-    def _give_back(self, taken):
-        """Return what _take_workspace gave (the array and its pointer) to the pool."""
-        with self._lock:
-            if len(self._idle) < _POOLED_WORKSPACES:
-                self._idle.append(taken)
+    def _give_back(self, buffers):
+        """Return what _take_buffers gave to the pool (a run's pointers need not be
+        cleared: the next run overwrites them all)."""
+        if len(self._idle) < _POOLED_WORKSPACES:
+            self._idle.append(buffers)
 
     def close(self):
         """Drop pooled workspaces; runs in progress finish with their own."""
-        with self._lock:
-            self._idle.clear()
+        self._idle.clear()
 
 
 def _aligned_address(buffer):
@@ -187,12 +195,16 @@ def _aligned_address(buffer):
     return address + (-address) % _ALIGN
 
 
-def _aligned_output(ffi, spec, nbytes):
-    """An uninitialized array for output `spec` (nbytes long) whose data starts on a
-    64-byte boundary, and a C pointer to it. The kernels store whole vectors: into
-    numpy's 16-byte aligned arrays many straddle two cache lines (a large MatMul's
-    output took 1.5-5% longer so). The address is read through cffi: numpy's ctypes
-    and np.prod took 5 of the 8.7 us that a one-node model's run cost."""
+def _new_output(ffi, spec, nbytes):
+    """An uninitialized array for output `spec` (nbytes long) and a C pointer to it.
+    Its data starts on a 64-byte boundary unless it is small: the kernels store whole
+    vectors, and into numpy's 16-byte aligned arrays many straddle two cache lines (a
+    large MatMul's output took 1.5-5% longer so), but aligning costs a run about 1 us
+    (a 1 x 1024 x 784 product takes 36). Addresses are read through cffi: numpy's
+    ctypes and np.prod took 5 of the 8.7 us that a one-node model's run cost."""
+    if 0 < nbytes <= _SMALL_OUTPUT_BYTES:
+        array = np.empty(spec.shape, spec.dtype)
+        return array, ffi.from_buffer(array)
     raw = np.empty(nbytes + _ALIGN, np.uint8)
     pointer = ffi.from_buffer(raw)
     start = -int(ffi.cast("uintptr_t", pointer)) % _ALIGN
