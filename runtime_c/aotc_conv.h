@@ -612,6 +612,39 @@ AOTC_FN int aotc_conv_s2_inside_(const aotc_conv_s2_ *s2, int64_t b) {
   return 1;
 }
 
+/* The three taps of input row `row` (from its column -pad on) for block b: its two
+ * 32-column windows split by permutes into the even and odd columns, the columns
+ * outside the row masked to zero unless the block is `inside`. */
+AOTC_INLINE_ALWAYS void aotc_conv_s2_taps_(const aotc_conv_s2_ *s2, int64_t b, const float *row, int inside,
+                                           __m512 *x) {
+  const __m512i evens = aotc_conv_even_lanes_();
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  const __mmask16 *l = s2->load[b];
+  __m512 a0, a1, b0, b1;
+  row += 32 * b;
+  if (inside) {
+    a0 = _mm512_loadu_ps(row), a1 = _mm512_loadu_ps(row + 16);
+    b0 = _mm512_loadu_ps(row + 2), b1 = _mm512_loadu_ps(row + 18);
+  } else {
+    a0 = _mm512_maskz_loadu_ps(l[0], row), a1 = _mm512_maskz_loadu_ps(l[1], row + 16);
+    b0 = _mm512_maskz_loadu_ps(l[2], row + 2), b1 = _mm512_maskz_loadu_ps(l[3], row + 18);
+  }
+  x[0] = _mm512_permutex2var_ps(a0, evens, a1);
+  x[1] = _mm512_permutex2var_ps(a0, odds, a1);
+  x[2] = _mm512_permutex2var_ps(b0, evens, b1);
+}
+
+/* acc + the three taps x of one row with weights w[0..3), kx in order; outside the
+ * block's `inside` runs, the lanes whose tap falls in the padding keep acc. */
+AOTC_INLINE_ALWAYS __m512 aotc_conv_s2_add_row_(const aotc_conv_s2_ *s2, int64_t b, __m512 acc,
+                                                const __m512 *w, const __m512 *x, int inside) {
+  const __mmask16 *m = s2->tap[b];
+  int kx;
+  for (kx = 0; kx < 3; kx++)
+    acc = inside ? AOTC_V_MADD(w[kx], x[kx], acc) : aotc_conv_flat_tap_(acc, m[kx], w[kx], x[kx]);
+  return acc;
+}
+
 /* The sums of block b (16 output columns) over `n` rows of taps from input rows
  * rows[0..n) (each from its column -pad on) with weights wv[0 .. 3 n). Inlined with n
  * and `inside` constant: the three rows of an inner output row unrolled, and no masks
@@ -620,28 +653,32 @@ AOTC_FN int aotc_conv_s2_inside_(const aotc_conv_s2_ *s2, int64_t b) {
  * took 0.25 ms alone and 0.23 in the model; so, 0.17 and 0.16. */
 AOTC_INLINE_ALWAYS __m512 aotc_conv_s2_block_(const aotc_conv_s2_ *s2, int64_t b, const float *const *rows,
                                               int n, const __m512 *wv, int inside) {
-  const __m512i evens = aotc_conv_even_lanes_();
-  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
-  const __mmask16 *m = s2->tap[b], *l = s2->load[b];
-  __m512 acc = _mm512_setzero_ps();
+  __m512 acc = _mm512_setzero_ps(), x[3];
   int i;
   for (i = 0; i < n; i++) {
-    const float *row = rows[i] + 32 * b;
-    if (inside) {
-      const __m512 a0 = _mm512_loadu_ps(row), a1 = _mm512_loadu_ps(row + 16);
-      const __m512 b0 = _mm512_loadu_ps(row + 2), b1 = _mm512_loadu_ps(row + 18);
-      acc = AOTC_V_MADD(wv[3 * i], _mm512_permutex2var_ps(a0, evens, a1), acc);
-      acc = AOTC_V_MADD(wv[3 * i + 1], _mm512_permutex2var_ps(a0, odds, a1), acc);
-      acc = AOTC_V_MADD(wv[3 * i + 2], _mm512_permutex2var_ps(b0, evens, b1), acc);
-    } else {
-      const __m512 a0 = _mm512_maskz_loadu_ps(l[0], row), a1 = _mm512_maskz_loadu_ps(l[1], row + 16);
-      const __m512 b0 = _mm512_maskz_loadu_ps(l[2], row + 2), b1 = _mm512_maskz_loadu_ps(l[3], row + 18);
-      acc = aotc_conv_flat_tap_(acc, m[0], wv[3 * i], _mm512_permutex2var_ps(a0, evens, a1));
-      acc = aotc_conv_flat_tap_(acc, m[1], wv[3 * i + 1], _mm512_permutex2var_ps(a0, odds, a1));
-      acc = aotc_conv_flat_tap_(acc, m[2], wv[3 * i + 2], _mm512_permutex2var_ps(b0, evens, b1));
-    }
+    aotc_conv_s2_taps_(s2, b, rows[i], inside, x);
+    acc = aotc_conv_s2_add_row_(s2, b, acc, wv + 3 * i, x, inside);
   }
   return acc;
+}
+
+/* The sums of block b of two output rows at once, both with all three rows of taps:
+ * input rows rows[0..5), rows 0-2 the first output row's and 2-4 the second's, so row
+ * 2's taps are loaded and split once for both, and the two sums' chains of nine FMAs
+ * run side by side. Each output's taps still add in (ky, kx) order: the same sums.
+ * MobileNetV2's 112 -> 56 conv (96 channels) alone took 0.88x the time of one row at a
+ * time (one thread), 0.90x in the model. */
+AOTC_INLINE_ALWAYS void aotc_conv_s2_block_pair_(const aotc_conv_s2_ *s2, int64_t b, const float *const *rows,
+                                                 const __m512 *wv, int inside, __m512 *acc) {
+  __m512 x[3];
+  int i, o;
+  acc[0] = acc[1] = _mm512_setzero_ps();
+  for (i = 0; i < 5; i++) {
+    aotc_conv_s2_taps_(s2, b, rows[i], inside, x);
+    for (o = 0; o < 2; o++)   /* input row i is tap row i - 2 o of output row o */
+      if (i - 2 * o >= 0 && i - 2 * o <= 2)
+        acc[o] = aotc_conv_s2_add_row_(s2, b, acc[o], wv + 3 * (i - 2 * o), x, inside);
+  }
 }
 
 /* Output rows [r0, r1) of one channel (y: its output plane). Compiled on its own, as
@@ -652,35 +689,51 @@ AOTC_NOINLINE void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s
   const int64_t in_h = g->in[1], in_w = g->in[2], ow_n = g->out[2];
   const aotc_conv_dw_epilogue_ e = aotc_conv_dw_epilogue_init_(act, bias);
   int64_t inside_lo = 0, inside_hi, r, b, t;   /* blocks [inside_lo, inside_hi): no masks */
+  int n;   /* output rows at a time: two where both have all their input rows */
   __m512 wv[9];
   while (inside_lo < s2->blocks && !aotc_conv_s2_inside_(s2, inside_lo)) inside_lo++;
   for (inside_hi = inside_lo; inside_hi < s2->blocks && aotc_conv_s2_inside_(s2, inside_hi);) inside_hi++;
   for (t = 0; t < 9; t++) wv[t] = _mm512_set1_ps(w[t]);
-  for (r = r0; r < r1; r++) {
+  for (r = r0; r < r1; r += n) {
     const int64_t iy0 = r * g->stride[1] - g->pad[1];
     const int ky0 = (int)AOTC_MAX(0, -iy0), ky1 = (int)AOTC_MIN(3, in_h - iy0);   /* rows inside */
-    const float *rows[3];
+    const int pair = g->stride[1] == 2 && r + 1 < r1 && iy0 >= 0 && iy0 + 5 <= in_h;
+    const int64_t in_rows = pair ? 5 : ky1 - ky0;
+    /* The input rows of output row r + 2 (of a pair, those of the next pair it does not
+     * share with this one), past the plane the next channel's first, fetched now:
+     * without, these rows waited on memory or a shared L3 (MobileNetV2's 112 -> 56 conv,
+     * 96 channels: in the model 0.33-0.86 ms without, 0.21-0.28 with; from memory
+     * 0.8-1.1 ms, 0.22-0.24 with). Fetching the next plane so made the flat kernel
+     * 20-40% slower: not done there. */
+    const float *ahead = plane + (iy0 + 2 * g->stride[1] + pair) * in_w;
+    const float *rows[5];
     float *yrow = y + r * ow_n;
-    /* The input rows of output row r + 2 (past the plane, the next channel's first),
-     * fetched now: without, these rows waited on memory or a shared L3 (MobileNetV2's
-     * 112 -> 56 conv, 96 channels: in the model 0.33-0.86 ms without, 0.21-0.28 with;
-     * from memory 0.8-1.1 ms, 0.22-0.24 with). Fetching the next plane so made the
-     * flat kernel 20-40% slower: not done there. */
-    const float *ahead = plane + (iy0 + 2 * g->stride[1]) * in_w;
     int64_t q;
-    int ky;
-    for (q = 0; q < 3 * in_w; q += 16) AOTC_PREFETCH_L1(ahead + q);
-    for (ky = ky0; ky < ky1; ky++) rows[ky - ky0] = plane + (iy0 + ky) * in_w - g->pad[2];
-    for (b = 0; b < s2->blocks; b++) {
-      __m512 acc;
-      if (ky1 - ky0 < 3) acc = aotc_conv_s2_block_(s2, b, rows, ky1 - ky0, wv + 3 * ky0, 0);
-      else if (b >= inside_lo && b < inside_hi) acc = aotc_conv_s2_block_(s2, b, rows, 3, wv, 1);
-      else acc = aotc_conv_s2_block_(s2, b, rows, 3, wv, 0);
-      _mm512_mask_storeu_ps(yrow + 16 * b, aotc_v_mask_(ow_n - 16 * b), aotc_conv_dw_finish_(&e, acc));
+    int i;
+    n = pair ? 2 : 1;
+    for (q = 0; q < (3 + pair) * in_w; q += 16) AOTC_PREFETCH_L1(ahead + q);
+    for (i = 0; i < in_rows; i++) rows[i] = plane + (iy0 + ky0 + i) * in_w - g->pad[2];
+    if (pair) {   /* (a loop of its own: one loop over both kinds of rows took 1.2x the time) */
+      for (b = 0; b < s2->blocks; b++) {
+        const __mmask16 store = aotc_v_mask_(ow_n - 16 * b);
+        __m512 acc[2];
+        if (b >= inside_lo && b < inside_hi) aotc_conv_s2_block_pair_(s2, b, rows, wv, 1, acc);
+        else aotc_conv_s2_block_pair_(s2, b, rows, wv, 0, acc);
+        _mm512_mask_storeu_ps(yrow + 16 * b, store, aotc_conv_dw_finish_(&e, acc[0]));
+        _mm512_mask_storeu_ps(yrow + ow_n + 16 * b, store, aotc_conv_dw_finish_(&e, acc[1]));
+      }
+    } else {
+      for (b = 0; b < s2->blocks; b++) {
+        __m512 acc;
+        if (ky1 - ky0 < 3) acc = aotc_conv_s2_block_(s2, b, rows, ky1 - ky0, wv + 3 * ky0, 0);
+        else if (b >= inside_lo && b < inside_hi) acc = aotc_conv_s2_block_(s2, b, rows, 3, wv, 1);
+        else acc = aotc_conv_s2_block_(s2, b, rows, 3, wv, 0);
+        _mm512_mask_storeu_ps(yrow + 16 * b, aotc_v_mask_(ow_n - 16 * b), aotc_conv_dw_finish_(&e, acc));
+      }
     }
     if (!e.in_registers) {
-      aotc_activation_apply(act, yrow, ow_n);
-      aotc_conv_canon_(yrow, ow_n);
+      aotc_activation_apply(act, yrow, n * ow_n);
+      aotc_conv_canon_(yrow, n * ow_n);
     }
   }
 }

@@ -686,12 +686,15 @@ def _assert_native_bits(model, feed):
 def test_depthwise_inner_vectors_without_masks_keep_the_bits():
     """AVX-512 depthwise: in planes with rows of 56 columns or more, the flat kernel's
     16-pixel chunks whose taps all fall inside the plane, and in the stride-2 rows the
-    blocks whose windows do, run without masks. Wide planes of both, even and odd pads,
-    infinities and a NaN in the input: ONNX Runtime's values; in exact mode the generic
-    path's bits; in fast mode the same bits at 1 and 2 threads."""
+    blocks whose windows do, run without masks; the stride-2 rows go two at a time where
+    both have all their input rows, from wherever a task's rows start (the 330 x 330
+    plane: tasks of 49 rows). Wide planes of both, even and odd pads, infinities and a
+    NaN in the input: ONNX Runtime's values; in exact mode the generic path's bits; in
+    fast mode the same bits at 1 and 2 threads."""
     n = helper.make_node
     convs = [((1, 1, 1, 1), 1, (1, 3, 60, 70)), ((0, 1, 2, 1), 1, (1, 2, 57, 112)),
-             ((1, 1, 1, 1), 2, (1, 3, 90, 120)), ((0, 1, 1, 0), 2, (1, 2, 41, 113))]
+             ((1, 1, 1, 1), 2, (1, 3, 90, 120)), ((0, 1, 1, 0), 2, (1, 2, 41, 113)),
+             ((1, 1, 1, 1), 2, (1, 2, 330, 330))]
     nodes, inits, inputs, outputs = [], {}, [], []
     for i, (pads, stride, x_shape) in enumerate(convs):
         c = x_shape[1]
