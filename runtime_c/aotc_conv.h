@@ -667,7 +667,7 @@ AOTC_INLINE_ALWAYS __m512 aotc_conv_s2_block_(const aotc_conv_s2_ *s2, int64_t b
  * 2's taps are loaded and split once for both, and the two sums' chains of nine FMAs
  * run side by side. Each output's taps still add in (ky, kx) order: the same sums.
  * MobileNetV2's 112 -> 56 conv (96 channels) alone took 0.88x the time of one row at a
- * time (one thread), 0.90x in the model. */
+ * time (one thread; 0.89-0.92x in the model). */
 AOTC_INLINE_ALWAYS void aotc_conv_s2_block_pair_(const aotc_conv_s2_ *s2, int64_t b, const float *const *rows,
                                                  const __m512 *wv, int inside, __m512 *acc) {
   __m512 x[3];
@@ -689,14 +689,14 @@ AOTC_NOINLINE void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s
   const int64_t in_h = g->in[1], in_w = g->in[2], ow_n = g->out[2];
   const aotc_conv_dw_epilogue_ e = aotc_conv_dw_epilogue_init_(act, bias);
   int64_t inside_lo = 0, inside_hi, r, b, t;   /* blocks [inside_lo, inside_hi): no masks */
-  int n;   /* output rows at a time: two where both have all their input rows */
   __m512 wv[9];
   while (inside_lo < s2->blocks && !aotc_conv_s2_inside_(s2, inside_lo)) inside_lo++;
   for (inside_hi = inside_lo; inside_hi < s2->blocks && aotc_conv_s2_inside_(s2, inside_hi);) inside_hi++;
   for (t = 0; t < 9; t++) wv[t] = _mm512_set1_ps(w[t]);
-  for (r = r0; r < r1; r += n) {
+  for (r = r0; r < r1;) {
     const int64_t iy0 = r * g->stride[1] - g->pad[1];
     const int ky0 = (int)AOTC_MAX(0, -iy0), ky1 = (int)AOTC_MIN(3, in_h - iy0);   /* rows inside */
+    /* rows r and r + 1 at once where both have all their input rows */
     const int pair = g->stride[1] == 2 && r + 1 < r1 && iy0 >= 0 && iy0 + 5 <= in_h;
     const int64_t in_rows = pair ? 5 : ky1 - ky0;
     /* The input rows of output row r + 2 (of a pair, those of the next pair it does not
@@ -710,7 +710,6 @@ AOTC_NOINLINE void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s
     float *yrow = y + r * ow_n;
     int64_t q;
     int i;
-    n = pair ? 2 : 1;
     for (q = 0; q < (3 + pair) * in_w; q += 16) AOTC_PREFETCH_L1(ahead + q);
     for (i = 0; i < in_rows; i++) rows[i] = plane + (iy0 + ky0 + i) * in_w - g->pad[2];
     if (pair) {   /* (a loop of its own: one loop over both kinds of rows took 1.2x the time) */
@@ -732,9 +731,10 @@ AOTC_NOINLINE void aotc_conv_s2_rows_(const aotc_conv_geom *g, const aotc_conv_s
       }
     }
     if (!e.in_registers) {
-      aotc_activation_apply(act, yrow, n * ow_n);
-      aotc_conv_canon_(yrow, n * ow_n);
+      aotc_activation_apply(act, yrow, (1 + pair) * ow_n);
+      aotc_conv_canon_(yrow, (1 + pair) * ow_n);
     }
+    r += 1 + pair;
   }
 }
 #endif
