@@ -1417,7 +1417,7 @@ AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
         aotc_sgemm_epilogue_ ep;
         aotc_sgemm_tile_ind_fn_ fn;
         float *sums;   /* the sums of earlier K-blocks */
-        aotc_sgemm_panel_(j->M, p, &i, &rows);
+        aotc_sgemm_panel_(j->M, j->even_panels, p, &i, &rows);
         fn = aotc_sgemm_tile_ind_for_(rows);
         if (in_row) {
           const int64_t at = i * out_px + oh * a->g->out[2] + ow;
@@ -1608,6 +1608,7 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
   a.res_act = act;
   aotc_sgemm_epilogue_init_(&a.j);
   a.j.panels = aotc_sgemm_panels_(a.j.M);
+  a.j.even_panels = 1;   /* (A: the weights) */
   a.j.strips = aotc_sgemm_div_up_(a.j.N, AOTC_SGEMM_NR);
   aotc_sgemm_split_(&a.j);
   for (n = 0; n < g->batch; n++)
@@ -2021,7 +2022,7 @@ AOTC_FN void aotc_conv_unfold_task_(void *arg, int64_t t) {
   const aotc_conv_unfold_args_ *a = (const aotc_conv_unfold_args_ *)arg;
   const int64_t pc = t / a->panels * AOTC_SGEMM_KC, kc = AOTC_MIN(AOTC_SGEMM_KC, a->k - pc);
   int64_t start, rows;
-  aotc_sgemm_panel_(a->cols, t % a->panels, &start, &rows);
+  aotc_sgemm_panel_(a->cols, 1, t % a->panels, &start, &rows);
   aotc_conv_unfold_panel_(a, a->packed + aotc_sgemm_a_panel_(a->cols, a->k, pc, start), pc, kc, start, rows);
 }
 

@@ -235,13 +235,25 @@ AOTC_FN void aotc_sgemm_pack_b(int64_t N, int64_t K, const float *B, int64_t ldb
 
 /* ---- row panels ------------------------------------------------------------------ */
 
-/* Row panels of an M-row product: AOTC_SGEMM_MR rows each, except that a remainder
- * shorter than MR / 2 is merged with the last full panel and the two split evenly (a
- * tile of very few rows runs far below the FMA rate). A function of M only. */
+/* Row panels of an M-row product: as few as AOTC_SGEMM_MR rows allow. Even, their
+ * heights as close as can be (the first ones a row taller): a short last panel left
+ * threads uneven, as in 128 rows cut 14 x 8 + 8 + 8, whose 16 tasks at two threads
+ * gave one of them 70 rows (128 x 768 x 768 took 0.969x the time even, BERT-base
+ * 0.970x). Otherwise MR rows each, except that a remainder shorter than MR / 2 is
+ * merged with the last full panel and the two split evenly (a tile of very few rows
+ * runs far below the FMA rate): where A's rows are pixels read from X (made by the
+ * caller or read transposed in place), whose 7x7 convs in ResNet-50 took 1.01-1.05x
+ * the time at one thread in even panels. A function of M and the kind of A only. */
 AOTC_FN int64_t aotc_sgemm_panels_(int64_t M) { return aotc_sgemm_div_up_(M, AOTC_SGEMM_MR); }
 
-AOTC_FN void aotc_sgemm_panel_(int64_t M, int64_t p, int64_t *start, int64_t *rows) {
+AOTC_FN void aotc_sgemm_panel_(int64_t M, int even, int64_t p, int64_t *start, int64_t *rows) {
   int64_t full = M / AOTC_SGEMM_MR, rem = M % AOTC_SGEMM_MR, half;
+  if (even) {
+    const int64_t panels = aotc_sgemm_panels_(M), base = M / panels, taller = M % panels;
+    *start = p * base + AOTC_MIN(p, taller);
+    *rows = base + (p < taller);
+    return;
+  }
   if (rem == 0 || 2 * rem >= AOTC_SGEMM_MR || full == 0 || p < full - 1) {
     *start = p * AOTC_SGEMM_MR;
     *rows = AOTC_MIN(AOTC_SGEMM_MR, M - *start);
@@ -263,6 +275,7 @@ AOTC_FN int64_t aotc_sgemm_a_panel_(int64_t M, int64_t K, int64_t pc, int64_t i0
 
 typedef struct {
   int64_t M, N, K, lda, ldb, ldc, panels, strips, kblocks;
+  int even_panels;     /* the panels' heights (aotc_sgemm_panel_) */
   int64_t panels_per_task, strips_per_task, ntasks_n;
   const float *A, *B, *bias_m, *bias_n;
   const float *residual;        /* NULL, or added after the bias: laid out as C (ldc) */
@@ -327,7 +340,7 @@ AOTC_FN int64_t aotc_sgemm_a_pack_tasks_(const aotc_sgemm_job_ *j) {
 /* Panel p of K-block pc (kc columns) of A into pa_out. */
 AOTC_FN void aotc_sgemm_pack_a_at_(const aotc_sgemm_job_ *j, int64_t pc, int64_t kc, int64_t p) {
   int64_t i0, rows;
-  aotc_sgemm_panel_(j->M, p, &i0, &rows);
+  aotc_sgemm_panel_(j->M, j->even_panels, p, &i0, &rows);
   aotc_sgemm_pack_a_panel_(j->pa_out + aotc_sgemm_a_panel_(j->M, j->K, pc, i0), j->A, j->lda,
                            j->trans_a, pc, kc, i0, rows);
 }
@@ -383,7 +396,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_next_residual_(const aotc_sgemm_job_
   int64_t p, s, i, rows;
   if (u + 1 >= blk->np * blk->ns) return;
   aotc_sgemm_block_tile_(blk, u + 1, &p, &s);
-  aotc_sgemm_panel_(j->M, p, &i, &rows);
+  aotc_sgemm_panel_(j->M, j->even_panels, p, &i, &rows);
   aotc_sgemm_prefetch_tile_(j->residual + i * j->ldc + s * AOTC_SGEMM_NR, j->ldc, (int)rows, 0);
 }
 
@@ -421,7 +434,7 @@ AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aot
     if (pc >= j->K) return;
     kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
   }
-  aotc_sgemm_panel_(j->M, p, &i, &rows);
+  aotc_sgemm_panel_(j->M, j->even_panels, p, &i, &rows);
   for (r = 0; r < rows; r++)
     for (k = 0; k < kc; k += 16) AOTC_PREFETCH_L2(j->A + (i + r) * j->lda + pc + k);
 }
@@ -492,7 +505,7 @@ AOTC_FN void aotc_sgemm_panel_run_(const aotc_sgemm_job_ *j, const aotc_sgemm_bl
   int64_t i, rows, ars, aks, bks, next;
   const float *a, *b = aotc_sgemm_strip_at_(j, pc, blk->s0, &bks);
   aotc_sgemm_epilogue_ ep;
-  aotc_sgemm_panel_(j->M, p, &i, &rows);
+  aotc_sgemm_panel_(j->M, j->even_panels, p, &i, &rows);
   a = aotc_sgemm_a_at_(j, pc, i, rows, &ars, &aks);
   ep = aotc_sgemm_epilogue_at_(j, i, c);
   next = aotc_sgemm_strip_at_(j, pc, blk->s0 + 1, &bks) - b;   /* from a full strip to the next */
@@ -547,7 +560,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       if (!whole) pf = aotc_sgemm_prefetch_at_(j, &blk, pc, kc, u);
       c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
       b = aotc_sgemm_strip_at_(j, pc, s, &bks);
-      aotc_sgemm_panel_(j->M, p, &i, &rows);
+      aotc_sgemm_panel_(j->M, j->even_panels, p, &i, &rows);
       if (j->make_a) {
         if (u % blk.ns == 0) j->make_a->fn(j->make_a->ctx, made, pc, kc, i, rows);
         a = made, ars = 1, aks = rows;
@@ -731,6 +744,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   j.take_c = x.take_c;
   if (x.packed_a) j.pa = x.packed_a;
   else if (!x.make_a && aotc_sgemm_packs_a_(M, N, K, lda)) j.pa = j.pa_out = (float *)(void *)scratch;
+  j.even_panels = !x.make_a && (j.pa || !trans_a);   /* (not pixels read from X) */
   if (!packed_b && (M > 1 || trans_b)) {
     j.pb_out = (float *)(void *)(scratch + (x.packed_a || x.make_a ? 0 : aotc_sgemm_packed_scratch_bytes(M, N, K)));
     j.pb = j.pb_out;
