@@ -169,9 +169,11 @@ typedef float aotc_v_;
 #ifdef AOTC_EXACT
 #define AOTC_V_MADD(x, y, acc) AOTC_V_ADD(acc, AOTC_V_MUL(x, y))
 #define AOTC_V_FINISH(v) AOTC_V_CANON(v)
+#define AOTC_V_FINISH_CANONS_ 1   /* whether AOTC_V_FINISH does anything */
 #else
 #define AOTC_V_MADD(x, y, acc) AOTC_V_FMA(x, y, acc)
 #define AOTC_V_FINISH(v) (v)
+#define AOTC_V_FINISH_CANONS_ 0
 #endif
 
 /* Full unrolling keeps the register tile in registers. */
@@ -314,18 +316,55 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
     if (more->a) a = more->a;
     for (b = more->b, k = 0; k < more->kc; k++) AOTC_SGEMM_TILE_STEP_();
   }
+  /* Each part of the epilogue is tested once and then applied to every sum, in the
+   * order bias_m, bias_n, residual, activation: tested sum by sum, the tests and their
+   * branches cost a short tile as much as a fifth of its FMAs (224 x 128 x 24 at 85
+   * GFLOP/s, 94 tested once; 196 x 576 x 96 105 -> 111). */
   if (ep) {
     const aotc_v_ lo = AOTC_V_SET1(ep->lo), hi = AOTC_V_SET1(ep->hi);
-    AOTC_UNROLL(16)
-    for (i = 0; i < rows; i++) {
+    if (ep->bias_m) {
+      AOTC_UNROLL(16)
+      for (i = 0; i < rows; i++) {
+        const aotc_v_ bm = AOTC_V_SET1(ep->bias_m[i]);
+        AOTC_UNROLL(32)
+        for (v = 0; v < nv; v++) acc[i][v] = AOTC_V_ADD(acc[i][v], bm);
+      }
+    }
+    if (ep->bias_n) {
       AOTC_UNROLL(32)
       for (v = 0; v < nv; v++) {
-        aotc_v_ x = acc[i][v];
-        if (ep->bias_m) x = AOTC_V_ADD(x, AOTC_V_SET1(ep->bias_m[i]));
-        if (ep->bias_n) x = AOTC_V_ADD(x, AOTC_V_LOADN(ep->bias_n + v * AOTC_VW, cols - v * AOTC_VW));
-        if (ep->residual)
-          x = AOTC_V_ADD(x, AOTC_V_LOADN(ep->residual + i * ep->ldr + v * AOTC_VW, cols - v * AOTC_VW));
-        acc[i][v] = aotc_sgemm_act_v_(AOTC_V_FINISH(x), ep->act, lo, hi);
+        const aotc_v_ bn = AOTC_V_LOADN(ep->bias_n + v * AOTC_VW, cols - v * AOTC_VW);
+        AOTC_UNROLL(16)
+        for (i = 0; i < rows; i++) acc[i][v] = AOTC_V_ADD(acc[i][v], bn);
+      }
+    }
+    if (ep->residual) {
+      AOTC_UNROLL(16)
+      for (i = 0; i < rows; i++) {
+        AOTC_UNROLL(32)
+        for (v = 0; v < nv; v++)
+          acc[i][v] = AOTC_V_ADD(acc[i][v], AOTC_V_LOADN(ep->residual + i * ep->ldr + v * AOTC_VW,
+                                                         cols - v * AOTC_VW));
+      }
+    }
+    if (AOTC_V_FINISH_CANONS_) {
+      AOTC_UNROLL(16)
+      for (i = 0; i < rows; i++) {
+        AOTC_UNROLL(32)
+        for (v = 0; v < nv; v++) acc[i][v] = AOTC_V_FINISH(acc[i][v]);
+      }
+    }
+    if (ep->act == AOTC_SGEMM_ACT_RELU) {
+      AOTC_UNROLL(16)
+      for (i = 0; i < rows; i++) {
+        AOTC_UNROLL(32)
+        for (v = 0; v < nv; v++) acc[i][v] = aotc_sgemm_act_v_(acc[i][v], AOTC_SGEMM_ACT_RELU, lo, hi);
+      }
+    } else if (ep->act == AOTC_SGEMM_ACT_CLIP) {
+      AOTC_UNROLL(16)
+      for (i = 0; i < rows; i++) {
+        AOTC_UNROLL(32)
+        for (v = 0; v < nv; v++) acc[i][v] = aotc_sgemm_act_v_(acc[i][v], AOTC_SGEMM_ACT_CLIP, lo, hi);
       }
     }
   }
