@@ -270,6 +270,17 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_tile_(const float *p, int64_t ld, co
     b += bks;                                                                              \
   } while (0)
 
+/* STATEMENT for each sum acc[i][v] of a tile's rows x nv vectors, both loops fully
+ * unrolled (the sums stay in registers). */
+#define AOTC_SGEMM_EACH_SUM_(STATEMENT)         \
+  do {                                          \
+    AOTC_UNROLL(16)                             \
+    for (i = 0; i < rows; i++) {                \
+      AOTC_UNROLL(32)                           \
+      for (v = 0; v < nv; v++) { STATEMENT; }   \
+    }                                           \
+  } while (0)
+
 /* C[i, 0:cols] for i < rows over one K-block of kc: A element (i, k) at a[i * ars + k * aks]
  * (a packed or transposed A has ars = 1, a row-major A has aks = 1), B the kc x 32 strip
  * b with row k at b + k * bks (bks = 32 packed; a row-major B's row stride when read in
@@ -291,12 +302,8 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
   aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
   int64_t k;
   int i, v;
-  AOTC_UNROLL(16)
-  for (i = 0; i < rows; i++) {
-    AOTC_UNROLL(32)
-    for (v = 0; v < nv; v++)
-      acc[i][v] = first ? AOTC_V_ZERO() : AOTC_V_LOADN(c + i * ldc + v * AOTC_VW, cols - v * AOTC_VW);
-  }
+  AOTC_SGEMM_EACH_SUM_(acc[i][v] = first ? AOTC_V_ZERO()
+                                         : AOTC_V_LOADN(c + i * ldc + v * AOTC_VW, cols - v * AOTC_VW));
   /* The lines this tile ends on, fetched while it computes: the residual where one is
    * added (its loads waited on memory: ResNet-50's 64 -> 256 pointwise convs took
    * 1.4 ms with a fused Add, 0.8 ms without), and C where it is only written. */
@@ -319,18 +326,11 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
   /* Each part of the epilogue is tested once and then applied to every sum, in the
    * order bias_m, bias_n, residual, activation: tested sum by sum, the tests and their
    * branches cost a short tile as much as a fifth of its FMAs (224 x 128 x 24 at 85
-   * GFLOP/s, 94 tested once; 196 x 576 x 96 105 -> 111). */
+   * GFLOP/s, 94 tested once; 196 x 576 x 96 104-108 -> 110). */
   if (ep) {
     const aotc_v_ lo = AOTC_V_SET1(ep->lo), hi = AOTC_V_SET1(ep->hi);
-    if (ep->bias_m) {
-      AOTC_UNROLL(16)
-      for (i = 0; i < rows; i++) {
-        const aotc_v_ bm = AOTC_V_SET1(ep->bias_m[i]);
-        AOTC_UNROLL(32)
-        for (v = 0; v < nv; v++) acc[i][v] = AOTC_V_ADD(acc[i][v], bm);
-      }
-    }
-    if (ep->bias_n) {
+    if (ep->bias_m) AOTC_SGEMM_EACH_SUM_(acc[i][v] = AOTC_V_ADD(acc[i][v], AOTC_V_SET1(ep->bias_m[i])));
+    if (ep->bias_n) {   /* (each vector of it loaded once) */
       AOTC_UNROLL(32)
       for (v = 0; v < nv; v++) {
         const aotc_v_ bn = AOTC_V_LOADN(ep->bias_n + v * AOTC_VW, cols - v * AOTC_VW);
@@ -338,42 +338,16 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
         for (i = 0; i < rows; i++) acc[i][v] = AOTC_V_ADD(acc[i][v], bn);
       }
     }
-    if (ep->residual) {
-      AOTC_UNROLL(16)
-      for (i = 0; i < rows; i++) {
-        AOTC_UNROLL(32)
-        for (v = 0; v < nv; v++)
-          acc[i][v] = AOTC_V_ADD(acc[i][v], AOTC_V_LOADN(ep->residual + i * ep->ldr + v * AOTC_VW,
-                                                         cols - v * AOTC_VW));
-      }
-    }
-    if (AOTC_V_FINISH_CANONS_) {
-      AOTC_UNROLL(16)
-      for (i = 0; i < rows; i++) {
-        AOTC_UNROLL(32)
-        for (v = 0; v < nv; v++) acc[i][v] = AOTC_V_FINISH(acc[i][v]);
-      }
-    }
-    if (ep->act == AOTC_SGEMM_ACT_RELU) {
-      AOTC_UNROLL(16)
-      for (i = 0; i < rows; i++) {
-        AOTC_UNROLL(32)
-        for (v = 0; v < nv; v++) acc[i][v] = aotc_sgemm_act_v_(acc[i][v], AOTC_SGEMM_ACT_RELU, lo, hi);
-      }
-    } else if (ep->act == AOTC_SGEMM_ACT_CLIP) {
-      AOTC_UNROLL(16)
-      for (i = 0; i < rows; i++) {
-        AOTC_UNROLL(32)
-        for (v = 0; v < nv; v++) acc[i][v] = aotc_sgemm_act_v_(acc[i][v], AOTC_SGEMM_ACT_CLIP, lo, hi);
-      }
-    }
+    if (ep->residual)
+      AOTC_SGEMM_EACH_SUM_(acc[i][v] = AOTC_V_ADD(acc[i][v], AOTC_V_LOADN(ep->residual + i * ep->ldr +
+                                                                         v * AOTC_VW, cols - v * AOTC_VW)));
+    if (AOTC_V_FINISH_CANONS_) AOTC_SGEMM_EACH_SUM_(acc[i][v] = AOTC_V_FINISH(acc[i][v]));
+    if (ep->act == AOTC_SGEMM_ACT_RELU)   /* (each kind a constant in its own loop) */
+      AOTC_SGEMM_EACH_SUM_(acc[i][v] = aotc_sgemm_act_v_(acc[i][v], AOTC_SGEMM_ACT_RELU, lo, hi));
+    else if (ep->act == AOTC_SGEMM_ACT_CLIP)
+      AOTC_SGEMM_EACH_SUM_(acc[i][v] = aotc_sgemm_act_v_(acc[i][v], AOTC_SGEMM_ACT_CLIP, lo, hi));
   }
-  AOTC_UNROLL(16)
-  for (i = 0; i < rows; i++) {
-    AOTC_UNROLL(32)
-    for (v = 0; v < nv; v++)
-      AOTC_V_STOREN(c + i * ldc + v * AOTC_VW, acc[i][v], cols - v * AOTC_VW);
-  }
+  AOTC_SGEMM_EACH_SUM_(AOTC_V_STOREN(c + i * ldc + v * AOTC_VW, acc[i][v], cols - v * AOTC_VW));
 }
 
 typedef void (*aotc_sgemm_tile_fn_)(int64_t kc, const float *a, int64_t ars, int64_t aks,
