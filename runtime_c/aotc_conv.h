@@ -2022,7 +2022,7 @@ AOTC_FN void aotc_conv_unfold_task_(void *arg, int64_t t) {
   const aotc_conv_unfold_args_ *a = (const aotc_conv_unfold_args_ *)arg;
   const int64_t pc = t / a->panels * AOTC_SGEMM_KC, kc = AOTC_MIN(AOTC_SGEMM_KC, a->k - pc);
   int64_t start, rows;
-  aotc_sgemm_panel_(a->cols, 1, t % a->panels, &start, &rows);
+  aotc_sgemm_panel_(a->cols, 1, t % a->panels, &start, &rows);   /* (packed A: even panels) */
   aotc_conv_unfold_panel_(a, a->packed + aotc_sgemm_a_panel_(a->cols, a->k, pc, start), pc, kc, start, rows);
 }
 
