@@ -105,10 +105,10 @@ def _compiler_identity(cc):
 
 def engine_object(cache_dir, target, mode, sanitize=False):
     """The engine compiled with the model's flags, cached in cache_dir under a hash of
-    the compiler, the flags and the runtime's headers."""
+    the compiler, the flags, the engine's header list and the runtime's headers."""
     flags = c_flags(target, mode, sanitize)
     runtime = resources.runtime_dir()
-    key = hashlib.sha256("\0".join([compiler(), _compiler_identity(compiler()), *flags]).encode())
+    key = hashlib.sha256("\0".join([compiler(), _compiler_identity(compiler()), *flags, *ENGINE_HEADERS]).encode())
     for header in sorted(os.listdir(runtime)):
         if header.endswith(".h"):
             with open(os.path.join(runtime, header), "rb") as f:
