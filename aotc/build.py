@@ -17,7 +17,7 @@ from . import resources
 from .codegen.runtime_headers import WHOLE_RUNTIME
 from .errors import BuildError, Unsupported
 
-ENGINE_HEADERS = ("aotc_gemm.h", "aotc_conv.h", "aotc_conv_winograd.h", "aotc_attention.h")
+ENGINE_HEADERS = ("aotc_gemm.h", "aotc_conv.h", "aotc_conv_winograd.h", "aotc_conv_nhwc.h", "aotc_attention.h")
 
 TARGETS = ("native", "avx512", "avx2", "generic")
 MODES = ("fast", "exact")

@@ -14,6 +14,7 @@
 #include "aotc_gemm.h"
 #include "aotc_conv.h"
 #include "aotc_conv_winograd.h"
+#include "aotc_conv_nhwc.h"
 #include "aotc_conv_types.h"
 #include "aotc_pool.h"
 #include "aotc_norm.h"

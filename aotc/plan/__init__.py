@@ -10,7 +10,7 @@ from typing import Optional
 from .. import ops
 from ..errors import ExactModeUnavailable, Unsupported
 from ..ops.base import TensorType, exact_available
-from . import fusion, memory, shapes as shape_inference
+from . import channels_last, fusion, memory, shapes as shape_inference
 
 
 @dataclass(eq=False)
@@ -68,6 +68,9 @@ def make_plan(graph, input_shapes=None, mode="fast", nodes_before=None, fuse=Tru
     if fuse:
         fusions[fusion.CONV_RESIDUAL] = fusion.fuse_residual_adds(graph, typed.types)
         if fusions[fusion.CONV_RESIDUAL]:
+            typed = shape_inference.infer(graph, fixed, mode)
+        fusions[channels_last.CHANNELS_LAST] = channels_last.rewrite(graph, typed, mode)
+        if fusions[channels_last.CHANNELS_LAST]:
             typed = shape_inference.infer(graph, fixed, mode)
 
     values = {}
