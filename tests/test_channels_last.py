@@ -108,6 +108,19 @@ def test_large_planes_stay_nchw():
     assert _channels_last(sess) == 0
 
 
+def test_a_pointwise_conv_that_enters_a_chain_narrowing_stays_nchw():
+    """Its output, the smaller tensor, is what the Transpose in moves."""
+    b = _Builder()
+    h = b.conv("x", 64, 16)
+    y = b.block(h, 16, 16, 4, 1, "Relu")
+    model = b.model([1, 64, 14, 14], [y])
+    sess = aotc.compile(model)
+    assert _channels_last(sess) == 3
+    assert sess.report["nodes_after"]["NhwcConv"] == 3
+    feeds = {"x": random((1, 64, 14, 14))}
+    np.testing.assert_allclose(sess.run(feeds)[y], run_ort(model, feeds)[y], **TOL)
+
+
 def test_a_depthwise_conv_alone_stays_nchw():
     b = _Builder()
     b.conv("x", 32, 32, 3, group=32, act=None)
