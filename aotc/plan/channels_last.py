@@ -18,8 +18,8 @@ pointwise conv goes NHWC: each of its convs becomes an NhwcConv, a Transpose bri
 each NCHW value it reads, and one takes each value it makes back to NCHW where anything
 else reads it or it is a graph output. A chain of pointwise convs alone (ResNet's)
 stays NCHW: its 3x3 neighbours would cost a Transpose each way; so does a depthwise
-conv alone, whose gain the two Transposes would take. Fast mode only: the sums are the same, but
-exact mode keeps one kernel per conv kind on every path.
+conv alone, whose gain the two Transposes would take. Fast mode only: the sums are the
+same, but exact mode keeps one kernel per conv kind on every path.
 """
 import numpy as np
 
@@ -68,11 +68,16 @@ def rewrite(graph, typed, mode):
             inputs[i] = made.get(v) or brought[v]
         y = n.outputs[0]
         nodes.append(Node("NhwcConv", n.name, inputs, [made[y]], dict(n.attrs), AOTC_DOMAIN))
-        if y in outputs or any(id(u) not in chosen for u in users.get(y, ())):
+        if y in outputs or any(not _reads_nhwc(u, y, chosen) for u in users.get(y, ())):
             nodes.append(Node("Transpose", f"{n.name}/to_nchw", [made[y]], [y], {"perm": list(NCHW_AXES)}))
     graph.nodes = nodes
     graph.opsets.setdefault(AOTC_DOMAIN, 1)
     return len(chosen)
+
+
+def _reads_nhwc(node, value, chosen):
+    """Whether `node` reads `value` only as a rewritten conv's X or residual."""
+    return id(node) in chosen and all(v != value for i, v in enumerate(node.inputs) if i not in (0, 3))
 
 
 def _choose(graph, typed, kinds):
