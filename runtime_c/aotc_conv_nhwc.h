@@ -69,20 +69,23 @@ AOTC_FN aotc_v_ aotc_conv_depthwise_nhwc_sum_(const aotc_conv_geom *g, const flo
   return acc;
 }
 
-/* Output pixel (oy, ox) of a 3x3 conv at the border, channels [c0, c0 + n): the taps
- * inside the input, in order. */
-AOTC_INLINE_ALWAYS aotc_v_ aotc_conv_depthwise_nhwc_edge3_(const aotc_conv_geom *g, const float *x,
-                                                           const aotc_v_ wv[9], int64_t c0, int64_t n,
-                                                           int64_t oy, int64_t ox) {
-  const int64_t iy0 = oy * g->stride[1] - g->pad[1], ix0 = ox * g->stride[2] - g->pad[2];
+/* The taps [lo, hi) of 0..2 whose input row (or column) i0 + k * d lies in [0, size). */
+AOTC_INLINE_ALWAYS void aotc_conv_depthwise_nhwc_taps_(int64_t i0, int64_t d, int64_t size, int *lo, int *hi) {
+  for (*lo = 0; *lo < 3 && i0 + *lo * d < 0; ++*lo) {}
+  for (*hi = 3; *hi > *lo && i0 + (*hi - 1) * d >= size; --*hi) {}
+}
+
+/* One output pixel of a 3x3 conv over tap rows [ky_lo, ky_hi) and columns [kx_lo,
+ * kx_hi), in order: p is its tap (ky_lo, kx_lo) in X, w that tap's weights (tap t at
+ * w + t * c), dy and dx the steps to the next tap row and column. */
+AOTC_INLINE_ALWAYS aotc_v_ aotc_conv_depthwise_nhwc_part3_(const float *p, const float *w, int64_t c, int64_t dy,
+                                                           int64_t dx, int ky_lo, int ky_hi, int kx_lo, int kx_hi,
+                                                           int64_t n) {
   aotc_v_ v = AOTC_V_ZERO();
-  int t;
-  AOTC_UNROLL(9)
-  for (t = 0; t < 9; t++) {
-    const int64_t iy = iy0 + t / 3 * g->dilation[1], ix = ix0 + t % 3 * g->dilation[2];
-    if (iy >= 0 && iy < g->in[1] && ix >= 0 && ix < g->in[2])
-      v = AOTC_V_MADD(wv[t], AOTC_V_LOADN(x + (iy * g->in[2] + ix) * g->group + c0, n), v);
-  }
+  int ky, kx;
+  for (ky = ky_lo; ky < ky_hi; ky++, p += dy, w += 3 * c)
+    for (kx = kx_lo; kx < kx_hi; kx++)
+      v = AOTC_V_MADD(AOTC_V_LOADN(w + (kx - kx_lo) * c, n), AOTC_V_LOADN(p + (kx - kx_lo) * dx, n), v);
   return v;
 }
 
@@ -94,12 +97,12 @@ AOTC_INLINE_ALWAYS void aotc_conv_depthwise_nhwc_store_(float *y, aotc_v_ v, aot
   AOTC_V_STOREN(y, aotc_sgemm_act_v_(AOTC_V_FINISH(v), kind, lo, hi), n);
 }
 
-/* Output rows [r0, r1) of a 3x3 conv, channels [c0, c0 + n), the nine weight vectors in
- * registers throughout. Within a row, the pixels [inner_lo, inner_hi) whose taps all
+/* Output rows [r0, r1) of a 3x3 conv, channels [c0, c0 + n). Pixels whose nine taps all
  * lie inside the input go through a loop of three row pointers and fixed steps, the
- * border through the bounds checks: the same taps in the same order either way. (One
- * loop for both, the border's indices took the registers of the interior's addresses:
- * 1.6x the time.) */
+ * weights in registers; the others through the taps inside, their row and column
+ * ranges worked out once a row and once a pixel (the same taps in the same order either
+ * way). (With bounds checks per tap for the border, the kernel took 1.5-1.8x the time:
+ * a 7x7 plane has half its pixels on the border.) */
 AOTC_INLINE_ALWAYS void aotc_conv_depthwise_nhwc_rows3_(const aotc_conv_depthwise_nhwc_args_ *a, int64_t r0,
                                                         int64_t r1, int64_t c0, int64_t n, int kind,
                                                         aotc_v_ lo, aotc_v_ hi) {
@@ -107,39 +110,46 @@ AOTC_INLINE_ALWAYS void aotc_conv_depthwise_nhwc_rows3_(const aotc_conv_depthwis
   const int64_t c = g->group, oh = g->out[1], ow = g->out[2], step = g->stride[2] * c;
   const int64_t dy = g->dilation[1] * g->in[2] * c, dx = g->dilation[2] * c;
   const aotc_v_ bias = a->bias ? AOTC_V_LOADN(a->bias + c0, n) : AOTC_V_ZERO();
+  const float *w = a->w + c0;
   aotc_v_ wv[9];
   int64_t r, ox, t;
-  for (t = 0; t < 9; t++) wv[t] = AOTC_V_LOADN(a->w + t * c + c0, n);
+  for (t = 0; t < 9; t++) wv[t] = AOTC_V_LOADN(w + t * c, n);
   for (r = r0; r < r1; r++) {
     const int64_t oy = r % oh, iy0 = oy * g->stride[1] - g->pad[1];
-    const float *x = a->x + r / oh * aotc_conv_volume_(g->in) * c;
+    const float *x = a->x + r / oh * aotc_conv_volume_(g->in) * c + c0;   /* the image's first pixel */
     const float *res = a->residual ? a->residual + r * ow * c + c0 : NULL;
     float *y = a->y + r * ow * c + c0;
-    const int rows_inside = iy0 >= 0 && iy0 + 2 * g->dilation[1] < g->in[1];
-    const int64_t lo_x = rows_inside ? a->inner_lo : ow, hi_x = rows_inside ? a->inner_hi : ow;
-    for (ox = 0; ox < lo_x; ox++)
-      aotc_conv_depthwise_nhwc_store_(y + ox * c, aotc_conv_depthwise_nhwc_edge3_(g, x, wv, c0, n, oy, ox), bias,
-                                      res ? res + ox * c : NULL, n, kind, lo, hi);
-    if (lo_x < hi_x) {
-      const float *p0 = x + (iy0 * g->in[2] + lo_x * g->stride[2] - g->pad[2]) * c + c0;
-      const float *p1 = p0 + dy, *p2 = p0 + 2 * dy;
-      for (ox = lo_x; ox < hi_x; ox++, p0 += step, p1 += step, p2 += step) {
-        aotc_v_ v = AOTC_V_ZERO();
-        v = AOTC_V_MADD(wv[0], AOTC_V_LOADN(p0, n), v);
-        v = AOTC_V_MADD(wv[1], AOTC_V_LOADN(p0 + dx, n), v);
-        v = AOTC_V_MADD(wv[2], AOTC_V_LOADN(p0 + 2 * dx, n), v);
-        v = AOTC_V_MADD(wv[3], AOTC_V_LOADN(p1, n), v);
-        v = AOTC_V_MADD(wv[4], AOTC_V_LOADN(p1 + dx, n), v);
-        v = AOTC_V_MADD(wv[5], AOTC_V_LOADN(p1 + 2 * dx, n), v);
-        v = AOTC_V_MADD(wv[6], AOTC_V_LOADN(p2, n), v);
-        v = AOTC_V_MADD(wv[7], AOTC_V_LOADN(p2 + dx, n), v);
-        v = AOTC_V_MADD(wv[8], AOTC_V_LOADN(p2 + 2 * dx, n), v);
-        aotc_conv_depthwise_nhwc_store_(y + ox * c, v, bias, res ? res + ox * c : NULL, n, kind, lo, hi);
+    int ky_lo, ky_hi, kx_lo, kx_hi;
+    aotc_conv_depthwise_nhwc_taps_(iy0, g->dilation[1], g->in[1], &ky_lo, &ky_hi);
+    for (ox = 0; ox < ow;) {
+      const int64_t ix0 = ox * g->stride[2] - g->pad[2];
+      aotc_v_ v;
+      if (ox == a->inner_lo && ky_lo == 0 && ky_hi == 3 && a->inner_lo < a->inner_hi) {   /* the interior's run */
+        const float *p0 = x + (iy0 * g->in[2] + ix0) * c, *p1 = p0 + dy, *p2 = p0 + 2 * dy;
+        for (; ox < a->inner_hi; ox++, p0 += step, p1 += step, p2 += step) {
+          v = AOTC_V_ZERO();
+          v = AOTC_V_MADD(wv[0], AOTC_V_LOADN(p0, n), v);
+          v = AOTC_V_MADD(wv[1], AOTC_V_LOADN(p0 + dx, n), v);
+          v = AOTC_V_MADD(wv[2], AOTC_V_LOADN(p0 + 2 * dx, n), v);
+          v = AOTC_V_MADD(wv[3], AOTC_V_LOADN(p1, n), v);
+          v = AOTC_V_MADD(wv[4], AOTC_V_LOADN(p1 + dx, n), v);
+          v = AOTC_V_MADD(wv[5], AOTC_V_LOADN(p1 + 2 * dx, n), v);
+          v = AOTC_V_MADD(wv[6], AOTC_V_LOADN(p2, n), v);
+          v = AOTC_V_MADD(wv[7], AOTC_V_LOADN(p2 + dx, n), v);
+          v = AOTC_V_MADD(wv[8], AOTC_V_LOADN(p2 + 2 * dx, n), v);
+          aotc_conv_depthwise_nhwc_store_(y + ox * c, v, bias, res ? res + ox * c : NULL, n, kind, lo, hi);
+        }
+        continue;
       }
+      aotc_conv_depthwise_nhwc_taps_(ix0, g->dilation[2], g->in[2], &kx_lo, &kx_hi);
+      v = ky_lo < ky_hi && kx_lo < kx_hi
+              ? aotc_conv_depthwise_nhwc_part3_(x + ((iy0 + ky_lo * g->dilation[1]) * g->in[2] + ix0 +
+                                                     kx_lo * g->dilation[2]) * c,
+                                                w + (ky_lo * 3 + kx_lo) * c, c, dy, dx, ky_lo, ky_hi, kx_lo, kx_hi, n)
+              : AOTC_V_ZERO();
+      aotc_conv_depthwise_nhwc_store_(y + ox * c, v, bias, res ? res + ox * c : NULL, n, kind, lo, hi);
+      ox++;
     }
-    for (ox = AOTC_MAX(lo_x, hi_x); ox < ow; ox++)
-      aotc_conv_depthwise_nhwc_store_(y + ox * c, aotc_conv_depthwise_nhwc_edge3_(g, x, wv, c0, n, oy, ox), bias,
-                                      res ? res + ox * c : NULL, n, kind, lo, hi);
   }
 }
 
