@@ -295,7 +295,9 @@ def _pads_and_output(ctx, in_dims, kernel, strides, dilations):
     return pads[:rank], out
 
 
-def _geometry(ctx):
+def geometry(ctx):
+    """The node's ConvGeometry, its inputs and attributes checked (also read by the
+    channels-last rewrite and NhwcConv)."""
     ctx.require_inputs(2, 4 if ctx.node.domain == AOTC_DOMAIN else 3)   # FusedConv: + residual
     ctx.require_dtype(0, TYPES)
     x, w = ctx.inputs[0], ctx.inputs[1]
@@ -343,7 +345,7 @@ def _geometry(ctx):
 
 
 def infer(ctx):
-    g = _geometry(ctx)
+    g = geometry(ctx)
     shape = (g.batch, g.cout_g * g.group) + g.out_dims[MAX_SPATIAL - g.spatial:]
     if _has_residual(ctx):
         r = ctx.inputs[3]
@@ -424,18 +426,18 @@ def residual_in_place(ctx):
     if not _has_residual(ctx) or not _is_f32(ctx):
         return ()
     from .matmul import KC
-    g = _geometry(ctx)
+    g = geometry(ctx)
     kind = g.kind()
     return (3,) if kind in ("rows", "pixels", "winograd") or (kind != "direct" and g.k <= KC) else ()
 
 
 def stores_fast(ctx):
     """The direct (depthwise) kernel: nine multiply-adds an output (OpDef.stores_fast)."""
-    return _is_f32(ctx) and _geometry(ctx).kind() == "direct"
+    return _is_f32(ctx) and geometry(ctx).kind() == "direct"
 
 
 def scratch(ctx):
-    g = _geometry(ctx)
+    g = geometry(ctx)
     if ctx.outputs and ctx.outputs[0].numel == 0:
         return 0
     if np.dtype(ctx.inputs[0].dtype) == np.float64:
@@ -493,7 +495,7 @@ def emit_conv(ctx, act="NULL"):
     applied in the kernel's epilogue."""
     if ctx.outputs[0].numel == 0:
         return ""
-    g = _geometry(ctx)
+    g = geometry(ctx)
     dt = np.dtype(ctx.inputs[0].dtype)
     bias = ctx.x(2) if ctx.has_input(2) else "NULL"
     if dt == np.float64:

@@ -42,7 +42,7 @@ def geometry(ctx):
         raise ctx.fail(f"X must be [N, H, W, C], has shape {list(x.shape)}")
     view = copy.copy(ctx)
     view.inputs = [TensorType(x.dtype, tuple(x.shape[a] for a in NCHW_AXES))] + list(ctx.inputs[1:3])
-    return conv._geometry(view)
+    return conv.geometry(view)
 
 
 def _infer(ctx):

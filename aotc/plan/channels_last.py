@@ -111,7 +111,7 @@ def _kind(node, typed):
     x = ctx.inputs[0] if ctx is not None else None
     if x is None or x.rank != 4 or np.dtype(x.dtype) != np.float32:
         return None
-    g = conv._geometry(ctx)
+    g = conv.geometry(ctx)
     small = g.in_dims[1] * g.in_dims[2] <= MAX_PIXELS and g.out_dims[1] * g.out_dims[2] <= MAX_PIXELS
     return kind_of(g) if small else None
 
