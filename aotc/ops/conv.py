@@ -347,7 +347,7 @@ def geometry(ctx):
 def infer(ctx):
     g = geometry(ctx)
     shape = (g.batch, g.cout_g * g.group) + g.out_dims[MAX_SPATIAL - g.spatial:]
-    if _has_residual(ctx):
+    if has_residual(ctx):
         r = ctx.inputs[3]
         if tuple(r.shape) != shape or np.dtype(r.dtype) != np.float32 or not _is_f32(ctx):
             raise ctx.unsupported(f"the residual input ({r.dtype} {list(r.shape)}) must be "
@@ -411,7 +411,7 @@ def _weights_const(ctx):
     return ctx.inputs[1].value is not None
 
 
-def _has_residual(ctx):
+def has_residual(ctx):
     return len(ctx.inputs) > 3 and ctx.inputs[3] is not None
 
 
@@ -423,7 +423,7 @@ def residual_in_place(ctx):
     aside (their sums are in scratch or registers). A residual dying here then costs no
     output lines of its own: one stream of memory fewer for ResNet's expand convs
     (0.85-0.97x the time each, in the model)."""
-    if not _has_residual(ctx) or not _is_f32(ctx):
+    if not has_residual(ctx) or not _is_f32(ctx):
         return ()
     from .matmul import KC
     g = geometry(ctx)
@@ -521,7 +521,7 @@ def _staged_conv(ctx, g, act):
 
 def _f32_call(ctx, g, x, w, bias, y, act, scratch):
     """The float32 kernel call. `w`: a C expression of W, or its compile-time array."""
-    residual = ctx.x(3) if _has_residual(ctx) else "NULL"
+    residual = ctx.x(3) if has_residual(ctx) else "NULL"
     kind = g.kind()
     if kind == "rows":
         if isinstance(w, np.ndarray):

@@ -52,7 +52,7 @@ def _infer(ctx):
         raise ctx.unsupported("NhwcConv runs 2-D pointwise (1x1, stride 1, unpadded, one group) "
                               "and depthwise convs with constant weights")
     shape = (g.batch,) + tuple(g.out_dims[1:]) + (g.cout_g * g.group,)
-    if len(ctx.inputs) > 3 and ctx.inputs[3] is not None:
+    if conv.has_residual(ctx):
         r = ctx.inputs[3]
         if tuple(r.shape) != shape or np.dtype(r.dtype) != np.float32:
             raise ctx.fail(f"the residual ({r.dtype} {list(r.shape)}) must be float32 of the "
@@ -60,16 +60,12 @@ def _infer(ctx):
     return [TensorType(ctx.inputs[0].dtype, shape)]
 
 
-def _has_residual(ctx):
-    return len(ctx.inputs) > 3 and ctx.inputs[3] is not None
-
-
 def _emit(ctx):
     if ctx.outputs[0].numel == 0:
         return ""
     g = geometry(ctx)
     bias = ctx.x(2) if ctx.has_input(2) else "NULL"
-    residual = ctx.x(3) if _has_residual(ctx) else "NULL"
+    residual = ctx.x(3) if conv.has_residual(ctx) else "NULL"
     act = activation_struct(ctx)
     w = np.asarray(ctx.inputs[1].value, np.float32)
     if kind_of(g) == "pointwise":
@@ -92,7 +88,7 @@ def _residual_in_place(ctx):
     """Y may take the residual's storage where each residual element is read before that
     element of Y is written: the depthwise kernel, and a GEMM of one K-block (more keep
     partial sums in Y)."""
-    if not _has_residual(ctx):
+    if not conv.has_residual(ctx):
         return ()
     g = geometry(ctx)
     return (3,) if kind_of(g) == "depthwise" or g.cin_g <= KC else ()
