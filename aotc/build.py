@@ -13,7 +13,7 @@ import os
 import subprocess
 import tempfile
 
-from . import resources
+from . import cache, resources
 from .codegen.runtime_headers import WHOLE_RUNTIME
 from .errors import BuildError, Unsupported
 
@@ -115,6 +115,7 @@ def engine_object(cache_dir, target, mode, sanitize=False):
                 key.update(header.encode() + f.read())
     path = os.path.join(cache_dir, f"aotc_engine-{key.hexdigest()[:20]}.o")
     if os.path.isfile(path):
+        cache.touch(path)
         return path
     os.makedirs(cache_dir, exist_ok=True)
     # Parallel builds wait for the one compiling (tens of seconds) rather than repeat it.

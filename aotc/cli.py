@@ -6,6 +6,7 @@
                 [--weights incbin|c]
     aotc run OUT_DIR [--input NAME=file.npy ...]
     aotc inspect OUT_DIR
+    aotc cache [--clear | --trim]
 
 Every aotc error ends the command with one line on stderr and exit code 2.
 """
@@ -243,6 +244,28 @@ def cmd_inspect(args):
     return 0
 
 
+def cmd_cache(args):
+    from . import cache
+    root = cache.cache_root()
+    if args.clear:
+        cache.clear(root)
+    elif args.trim:
+        cache.trim(root=root)
+    found = cache.items(root)
+    limit = cache.max_size()
+    bound = f"{_mib(limit)} (AOTC_CACHE_MAX_SIZE)" if limit else "none (AOTC_CACHE_MAX_SIZE=0)"
+    entries = sum(1 for i in found if i.kind == "entry")
+    print(f"cache:   {root}")
+    print(f"holds:   {entries} compiled models and {len(found) - entries} engine objects, "
+          f"{_mib(sum(i.size for i in found))}")
+    print(f"bound:   {bound}; least recently used first past it, after each compile")
+    return 0
+
+
+def _mib(size):
+    return f"{size / (1 << 20):.1f} MiB"
+
+
 # ---------------------------------------------------------------- entry point
 
 def build_parser():
@@ -283,6 +306,13 @@ def build_parser():
     i = commands.add_parser("inspect", help="print what the compiler did for an output folder")
     i.add_argument("out_dir", metavar="OUT_DIR")
     i.set_defaults(handler=cmd_inspect)
+
+    k = commands.add_parser("cache", help="show the compile cache's size, trim or clear it")
+    action = k.add_mutually_exclusive_group()
+    action.add_argument("--clear", action="store_true", help="remove every compiled model and engine object")
+    action.add_argument("--trim", action="store_true",
+                        help="remove the least recently used down to AOTC_CACHE_MAX_SIZE now")
+    k.set_defaults(handler=cmd_cache)
     return parser
 
 

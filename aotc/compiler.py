@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import __version__, build, codegen, passes, resources
+from . import __version__, build, cache, codegen, passes, resources
 from .errors import InvalidModel, Unsupported
 from .onnx_export import export_graph
 from .onnx_import import import_model, load_model
@@ -20,16 +20,6 @@ from .plan import make_plan
 from .session import Session
 
 OPT_LEVELS = ("none", "basic", "all")
-
-
-OBJECTS_DIR = "objects"   # in the cache: objects shared by entries (build.engine_object)
-
-
-def cache_root():
-    root = os.environ.get("AOTC_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aotc")
-    os.makedirs(root, exist_ok=True)
-    return root
 
 
 _SOURCE_DIGEST = None
@@ -98,9 +88,12 @@ def compile(model, shapes=None, mode="fast", opt_level="all", target="native", t
 
     if dump_optimized is not None:
         dump_optimized_graph(proto, opt_level, mode, dump_optimized)
-    entry = os.path.join(cache_root(), f"{name}-{digest}")
-    if not os.path.isfile(os.path.join(entry, "manifest.json")):
+    entry = os.path.join(cache.cache_root(), f"{name}-{digest}")
+    if os.path.isfile(os.path.join(entry, cache.MANIFEST)):
+        cache.touch(entry)
+    else:
         _build_entry(entry, graph, fixed, name, digest, options)
+        cache.trim_if_due(keep=[entry])
     if out_dir is not None:
         _copy_entry(entry, out_dir)
         return Session(out_dir, threads)
@@ -118,7 +111,7 @@ def _build_entry(entry, graph, shapes, name, digest, options):
         fired = {**fired, **plan.fusions}
         surface = codegen.generate(plan, name, tmp, options["target"], options["weights"])
         library = build.build_library(tmp, name, options["target"], options["mode"], options["sanitize"],
-                                      os.path.join(cache_root(), OBJECTS_DIR))
+                                      os.path.join(cache.cache_root(), cache.OBJECTS_DIR))
         report = {
             "passes": fired, "pass_notes": notes, "nodes_before": plan.nodes_before, "nodes_after": plan.nodes_after,
             "workspace_bytes": plan.workspace_bytes, "intermediate_bytes": plan.intermediate_bytes,
@@ -129,13 +122,13 @@ def _build_entry(entry, graph, shapes, name, digest, options):
                     "aotc_version": __version__, "workspace_bytes": plan.workspace_bytes,
                     "inputs": surface["inputs"], "outputs": surface["outputs"],
                     "options": options, "report": report}
-        with open(os.path.join(tmp, "manifest.json"), "w") as f:
+        with open(os.path.join(tmp, cache.MANIFEST), "w") as f:
             json.dump(manifest, f, indent=1)
         _write_module(tmp, name)
         try:
             os.rename(tmp, entry)
         except OSError:
-            if not os.path.isfile(os.path.join(entry, "manifest.json")):
+            if not os.path.isfile(os.path.join(entry, cache.MANIFEST)):
                 raise
             shutil.rmtree(tmp, ignore_errors=True)   # another process finished first
     except BaseException:

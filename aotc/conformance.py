@@ -24,7 +24,7 @@ from pathlib import Path
 
 import onnx
 
-from .compiler import cache_root
+from .cache import cache_root
 
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent     # put on the workers' PYTHONPATH
 

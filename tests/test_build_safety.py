@@ -16,7 +16,7 @@ import pytest
 from onnx import helper
 
 import aotc
-from aotc import compiler
+from aotc import cache as cache_module, compiler
 from oracle import make_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +111,7 @@ def test_a_compile_killed_in_the_c_build_leaves_no_entry(tmp_path, monkeypatch, 
     finally:
         _kill(proc)
     assert proc.returncode == -signal.SIGKILL
-    leftovers = [p for p in cache.iterdir() if p.name != compiler.OBJECTS_DIR]
+    leftovers = [p for p in cache.iterdir() if p.name != cache_module.OBJECTS_DIR]
     assert leftovers and all(p.name.startswith(".") for p in leftovers), leftovers
     assert not any((p / "manifest.json").exists() for p in leftovers)
 
@@ -158,9 +158,9 @@ def test_processes_compiling_one_model_at_once_all_succeed(tmp_path, monkeypatch
         assert code == 0, err[-3000:]
         np.testing.assert_allclose(np.array(eval(out)), expected, rtol=1e-5, atol=1e-6)  # noqa: S307
     assert len(list(tmp_path.glob("marker.*"))) >= 2 * processes    # the model compiled and linked, each
-    entries = [p for p in cache.iterdir() if not p.name.startswith(".") and p.name != compiler.OBJECTS_DIR]
+    entries = [p for p in cache.iterdir() if not p.name.startswith(".") and p.name != cache_module.OBJECTS_DIR]
     assert len(entries) == 1
-    assert [p for p in cache.iterdir() if p.name.startswith(".")] == []   # temporary folders removed
+    assert [p for p in cache.iterdir() if p.name.startswith(".") and p.is_dir()] == []   # temporary folders removed
     # The entry is the one this process finds too (unless aotc's sources changed meanwhile).
     sess = _compile_here(monkeypatch, model_path, cache, slow_cc)
     np.testing.assert_allclose(sess.run(X), expected, rtol=1e-5, atol=1e-6)
@@ -184,7 +184,7 @@ def test_the_engine_is_compiled_once_and_stays_inside_each_library(tmp_path, mon
     np.testing.assert_allclose(sessions[0].run(X), expected, rtol=1e-5, atol=1e-6)
     for sess in sessions[1:]:
         np.testing.assert_array_equal(sess.run(X), X @ w)
-    objects = sorted(p.name for p in (cache / compiler.OBJECTS_DIR).glob("*.o"))
+    objects = sorted(p.name for p in (cache / cache_module.OBJECTS_DIR).glob("*.o"))
     assert len(objects) == 2 and all(n.startswith("aotc_engine-") for n in objects)
     for sess in sessions:
         library = ctypes.CDLL(str(next(Path(sess.out_dir).glob("*.so"))))
