@@ -269,9 +269,10 @@ def test_rows_kernel_with_run_time_weights():
     ((1, 300, 3, 15), (8, 300, 1, 1), {}, "rows"),
     ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "implicit"),
     # 3x3 stride 1 with 32 or more channels in and out, 49 or more 2x2 output tiles and
-    # transformed weights within 1 MiB (64 bytes per channel pair)
+    # transformed weights within 4 MiB (64 bytes per channel pair)
     ((1, 128, 40, 40), (128, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
-    ((1, 128, 40, 40), (129, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
+    ((1, 256, 14, 14), (256, 256, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
+    ((1, 256, 14, 14), (257, 256, 3, 3), {"pads": [1, 1, 1, 1]}, "rows"),
     ((1, 32, 13, 14), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
     ((1, 31, 13, 14), (32, 31, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
     ((1, 32, 12, 12), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),   # 36 tiles

@@ -55,10 +55,11 @@ WINOGRAD_TERM_BYTES = 16 * 4   # per channel pair (weights) or per tile and chan
 WINOGRAD_PLANE_PAD_FLOATS = 16  # a cache line after each term's V or M (aotc_conv_winograd_plane_)
 WINOGRAD_MIN_CHANNELS = 32     # input and output channels, each
 WINOGRAD_MIN_TILES = 49        # 2x2 output tiles per image: 14x14 outputs and up
-# The transformed weights (16/9 of the weights) are read again for each block of tiles:
-# past L2 they came from memory, and ResNet-50's 256 -> 256 convs at 14x14 (4 MiB) took
-# 1.01-1.06x the rows kernel's time in the model (0.80x alone, weights hot).
-WINOGRAD_MAX_WEIGHT_BYTES = 1 << 20
+# The transformed weights (16/9 of the weights) are read again for each block of tiles,
+# past L2 from L3 or memory: ResNet-50's 256 -> 256 convs at 14x14 (4 MiB, two blocks)
+# took 0.87x the rows kernel's time in the model at one thread, 0.85x at two. Larger
+# weights are unmeasured.
+WINOGRAD_MAX_WEIGHT_BYTES = 4 << 20
 # Runs of tile blocks, each with its own scratch: up to this many threads share a conv.
 WINOGRAD_LANES = 4
 # A block's transformed input and products (WINOGRAD_TERM_BYTES per tile and channel):
@@ -143,7 +144,7 @@ class ConvGeometry:
         """Fast mode, 3x3, stride 1, undilated, 2-D, one group, weights known here, at
         least WINOGRAD_MIN_CHANNELS in and out and WINOGRAD_MIN_TILES tiles an image,
         transformed weights of at most WINOGRAD_MAX_WEIGHT_BYTES. (ResNet-50's 7x7 convs,
-        16 tiles, and 14x14 ones, 4 MiB, stay on the rows kernel.)"""
+        16 tiles, stay on the rows kernel.)"""
         rows, cols = self.winograd_grid
         return (not self.exact and self.const_weights and self.group == 1
                 and self.kernel == (1, 3, 3) and self.strides == (1, 1, 1)
