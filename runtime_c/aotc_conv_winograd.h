@@ -10,8 +10,11 @@
  * go in blocks of `block` (whole strips of the GEMM), each transformed, multiplied and
  * transformed back by one thread, in one of `lanes` runs of consecutive blocks, each
  * lane with its own scratch: the whole conv is one dispatch (a dispatch per transform
- * and product cost ResNet-50 7% at two threads). A tile's sums depend neither on its
- * block nor on its lane, so neither do the results. The sums are not the direct
+ * and product cost ResNet-50 7% at two threads). A conv of one block (one image, its
+ * tiles in one block: the weights are read once) goes in three dispatches instead, so
+ * that threads share it: the input transform by channels, the 16 products in `lanes`
+ * runs of terms, each with its own GEMM scratch, the output transform by channels.
+ * A tile's sums depend neither on its block nor on its lane, so neither do the results. The sums are not the direct
  * kernels' (their rounding differs by a few ulps of the largest term), so exact mode
  * never comes here. Tiles past the output's last row or column are computed and
  * dropped; input outside X is 0. ResNet-50's 3x3 convs ran at the FMA peak in
@@ -31,7 +34,7 @@
 /* `u`: the transformed weights [16][Cout][Cin]; `block`: tiles per block, a multiple
  * of AOTC_SGEMM_NR; `residual`: NULL, or a tensor shaped as y (it may be y itself)
  * added before `act`. The conv: one group, 2-D, 3x3, stride 1, no dilation. Scratch:
- * `lanes` times aotc_conv_winograd_lane_bytes(Cin, Cout, block). */
+ * aotc_conv_winograd_scratch_bytes(g, block, lanes). */
 AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t block, int64_t lanes,
                                        const float *x, const float *u, const float *bias,
                                        const float *residual, float *y, const aotc_activation *act,
@@ -57,6 +60,21 @@ AOTC_FN size_t aotc_conv_winograd_part_bytes_(int64_t channels, int64_t block) {
 AOTC_FN size_t aotc_conv_winograd_lane_bytes(int64_t cin, int64_t cout, int64_t block) {
   return aotc_conv_winograd_part_bytes_(cin, block) + aotc_conv_winograd_part_bytes_(cout, block) +
          aotc_sgemm_packed_scratch_bytes(cout, block, cin);
+}
+
+/* Whether the conv is one block: one image, all its tiles in `block`. */
+AOTC_FN int aotc_conv_winograd_one_block_(const aotc_conv_geom *g, int64_t block) {
+  return g->batch == 1 && ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2) <= block;
+}
+
+/* The conv's scratch: a lane's for each lane, or for a conv of one block its V and M
+ * once and the products' scratch for each lane. */
+AOTC_FN size_t aotc_conv_winograd_scratch_bytes(const aotc_conv_geom *g, int64_t block, int64_t lanes) {
+  const int64_t cin = g->cin_g, cout = g->cout_g;
+  if (aotc_conv_winograd_one_block_(g, block))
+    return aotc_conv_winograd_part_bytes_(cin, block) + aotc_conv_winograd_part_bytes_(cout, block) +
+           (size_t)lanes * aotc_sgemm_packed_scratch_bytes(cout, block, cin);
+  return (size_t)lanes * aotc_conv_winograd_lane_bytes(cin, cout, block);
 }
 
 typedef struct {
@@ -331,6 +349,62 @@ AOTC_FN void aotc_conv_winograd_lane_(void *arg, int64_t l) {
   }
 }
 
+/* A conv of one block, in three dispatches (each a function of the shape alone). The
+ * transforms go AOTC_CONV_WINOGRAD_CHANNELS channels a task; V, then M, lie at the
+ * start of the scratch, the lanes' GEMM scratch after them. */
+#define AOTC_CONV_WINOGRAD_CHANNELS 16
+
+AOTC_FN float *aotc_conv_winograd_m_(const aotc_conv_winograd_args_ *a) {
+  return (float *)(void *)(a->scratch + aotc_conv_winograd_part_bytes_(a->g->cin_g, a->block));
+}
+
+AOTC_FN void aotc_conv_winograd_input_task_(void *arg, int64_t t) {
+  enum { NR = AOTC_SGEMM_NR };
+  const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
+  const int64_t cin = a->g->cin_g, c0 = t * AOTC_CONV_WINOGRAD_CHANNELS;
+  const int64_t c1 = AOTC_MIN(cin, c0 + AOTC_CONV_WINOGRAD_CHANNELS), strips = (a->rows * a->cols + NR - 1) / NR;
+  float *v = (float *)(void *)a->scratch;
+  aotc_conv_winograd_run_ runs[NR];
+  int64_t s, c;
+  for (s = 0; s < strips; s++) {
+    const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, s * NR, s * NR, runs);
+    for (c = c0; c < c1; c++) {
+      const int64_t pc = c / AOTC_SGEMM_KC * AOTC_SGEMM_KC;
+      aotc_conv_winograd_input_(a->g, a->x, 0, c, runs, nruns,
+                                v + aotc_sgemm_packed_strip_(strips, cin, pc, s) + (c - pc) * NR,
+                                aotc_conv_winograd_plane_(cin, a->block));
+    }
+  }
+}
+
+AOTC_FN void aotc_conv_winograd_products_task_(void *arg, int64_t l) {
+  const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
+  const int64_t cin = a->g->cin_g, cout = a->g->cout_g, block = a->block, tiles = a->rows * a->cols;
+  const int64_t e0 = 16 * l / a->lanes, e1 = 16 * (l + 1) / a->lanes;
+  unsigned char *gemm_scratch = (unsigned char *)aotc_conv_winograd_m_(a) + aotc_conv_winograd_part_bytes_(cout, block) +
+                                (size_t)l * aotc_sgemm_packed_scratch_bytes(cout, block, cin);
+  const float *v = (const float *)(void *)a->scratch;
+  float *m = aotc_conv_winograd_m_(a);
+  int64_t e;
+  for (e = e0; e < e1; e++)
+    aotc_sgemm_packed(NULL, cout, tiles, cin, a->u + e * cout * cin, cin, 0,
+                      v + e * aotc_conv_winograd_plane_(cin, block),
+                      m + e * aotc_conv_winograd_plane_(cout, block), block, NULL, NULL, gemm_scratch);
+}
+
+AOTC_FN void aotc_conv_winograd_output_task_(void *arg, int64_t t) {
+  enum { NR = AOTC_SGEMM_NR };
+  const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
+  const int64_t o0 = t * AOTC_CONV_WINOGRAD_CHANNELS, o1 = AOTC_MIN(a->g->cout_g, o0 + AOTC_CONV_WINOGRAD_CHANNELS);
+  const int64_t strips = (a->rows * a->cols + NR - 1) / NR;
+  aotc_conv_winograd_run_ runs[NR];
+  int64_t s, o;
+  for (s = 0; s < strips; s++) {
+    const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, s * NR, s * NR, runs);
+    for (o = o0; o < o1; o++) aotc_conv_winograd_output_(a, 0, o, runs, nruns, aotc_conv_winograd_m_(a));
+  }
+}
+
 AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t block, int64_t lanes,
                                        const float *x, const float *u, const float *bias,
                                        const float *residual, float *y, const aotc_activation *act,
@@ -341,6 +415,13 @@ AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g,
                                 .act = act, .scratch = scratch, .block = block, .lanes = lanes,
                                 .rows = rows, .cols = cols, .blocks_per_image = blocks_per_image,
                                 .blocks = g->batch * blocks_per_image};
+  if (aotc_conv_winograd_one_block_(g, block)) {
+    const int64_t c = AOTC_CONV_WINOGRAD_CHANNELS;
+    aotc_parallel_for(pool, (g->cin_g + c - 1) / c, aotc_conv_winograd_input_task_, &a);
+    aotc_parallel_for(pool, lanes, aotc_conv_winograd_products_task_, &a);
+    aotc_parallel_for(pool, (g->cout_g + c - 1) / c, aotc_conv_winograd_output_task_, &a);
+    return;
+  }
   aotc_parallel_for(pool, lanes, aotc_conv_winograd_lane_, &a);
 }
 

@@ -408,6 +408,8 @@ def _winograd_model(x_shape, w_shape, pads, act, residual):
     ((1, 300, 14, 14), (32, 300, 3, 3), [1, 1, 1, 1], "Relu", False),     # two K-blocks
     ((1, 32, 3, 519), (32, 32, 3, 3), [1, 1, 1, 1], "Relu", True),       # rows across blocks
     ((1, 96, 10, 26), (96, 96, 3, 3), [1, 1, 1, 1], "Relu", True),       # a last block of one tile
+    ((1, 40, 14, 15), (32, 40, 3, 3), [1, 1, 1, 1], "Relu", True),       # one block: three dispatches
+    ((1, 136, 13, 14), (130, 136, 3, 3), [1, 1, 1, 1], "Relu", True),    # weights past 1 MiB: one block
 ])
 def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_path, x_shape, w_shape, pads,
                                                                          act, residual):
@@ -425,26 +427,48 @@ def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_pat
     assert "aotc_conv_winograd(" not in (tmp_path / "exact" / "wino.c").read_text()
 
 
+def test_winograd_takes_an_image_in_one_block_where_the_weights_are_large():
+    """ResNet-50's 256 -> 256 convs at 14x14 (4 MiB of transformed weights) read them
+    once: the image's 49 tiles in one block, its 16 products shared out in lanes; the
+    128 -> 128 convs at 28x28 (1 MiB) keep blocks that fit L2, one lane each."""
+    from aotc.ops import conv
+
+    def geometry(channels, size, batch=1):
+        return conv.ConvGeometry(batch, 1, channels, channels, 2, (1, size, size), (1, size, size),
+                                 (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), const_weights=True)
+    large = geometry(256, 14)
+    assert large.kind() == "winograd" and large.winograd_block() >= 49
+    assert large.winograd_one_block() and large.winograd_lanes() == conv.WINOGRAD_LANES
+    assert not geometry(256, 14, batch=2).winograd_one_block()
+    blocked = geometry(128, 28)
+    assert blocked.kind() == "winograd" and blocked.winograd_block() < 196
+    assert not blocked.winograd_one_block()
+
+
 @pytest.mark.parametrize("target", ["avx2", "generic"])
-def test_winograd_transforms_off_avx512_match_ort(tmp_path, target):
+@pytest.mark.parametrize("x_shape, w_shape", [((2, 33, 9, 135), (34, 33, 3, 3)),
+                                              ((1, 40, 14, 15), (32, 40, 3, 3))])   # one block
+def test_winograd_transforms_off_avx512_match_ort(tmp_path, target, x_shape, w_shape):
     """The AVX2 and portable builds' transforms (loops over runs of tiles, where
     AVX-512 takes 16 tiles a vector): ragged tiles, pads, a residual, rows across
-    blocks."""
+    blocks, a conv of one block."""
     from aotc import build
     if target == "avx2" and build.resolve_target("native") == "generic":
         pytest.skip("this machine runs no AVX2 code")
-    model, feeds = _winograd_model((2, 33, 9, 135), (34, 33, 3, 3), [2, 0, 1, 1], "Clip", True)
+    model, feeds = _winograd_model(x_shape, w_shape, [2, 0, 1, 1], "Clip", True)
     sess = aotc.compile(model, out_dir=tmp_path, name="wino", target=target)
     assert "aotc_conv_winograd(" in (tmp_path / "wino.c").read_text()
     assert relative_error(sess.run(feeds)["y"], run_ort(model, feeds)["y"]) < 1e-5
 
 
 @pytest.mark.skipif(CC is None, reason="no C compiler")
-def test_winograd_runs_clean_under_sanitizers(tmp_path):
-    """Its patch rows past X's edges, ragged tiles and residual in place: clean under
-    AddressSanitizer and UBSan on the native path."""
+@pytest.mark.parametrize("x_shape, w_shape", [((2, 33, 17, 13), (34, 33, 3, 3)),
+                                              ((1, 40, 14, 15), (32, 40, 3, 3))])   # one block
+def test_winograd_runs_clean_under_sanitizers(tmp_path, x_shape, w_shape):
+    """Its patch rows past X's edges, ragged tiles and residual in place, a conv of one
+    block: clean under AddressSanitizer and UBSan on the native path."""
     from aotc import build
-    model, feeds = _winograd_model((2, 33, 17, 13), (34, 33, 3, 3), [2, 0, 1, 1], "Relu", True)
+    model, feeds = _winograd_model(x_shape, w_shape, [2, 0, 1, 1], "Relu", True)
     sess = aotc.compile(model, out_dir=tmp_path, name="winosan")
     assert "aotc_conv_winograd(" in (tmp_path / "winosan.c").read_text()
     target = build.resolve_target("native")

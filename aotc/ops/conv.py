@@ -60,8 +60,15 @@ WINOGRAD_MIN_TILES = 49        # 2x2 output tiles per image: 14x14 outputs and u
 # took 0.87x the rows kernel's time in the model at one thread, 0.85x at two. Larger
 # weights are unmeasured.
 WINOGRAD_MAX_WEIGHT_BYTES = 4 << 20
-# Runs of tile blocks, each with its own scratch: up to this many threads share a conv.
+# Runs of tile blocks (or of the 16 products in a conv of one block), each with its own
+# scratch: up to this many threads share a conv.
 WINOGRAD_LANES = 4
+# Transformed weights past this are read once an image: its tiles go in one block, if
+# their transformed input and products take at most WINOGRAD_IMAGE_BLOCK_BYTES.
+# ResNet-50's 256 -> 256 convs at 14x14 (4 MiB of weights, 2 MiB of V and M) took
+# 1766 us at one thread in one block against 1850-1926 in two.
+WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES = 1 << 20
+WINOGRAD_IMAGE_BLOCK_BYTES = 2 << 20
 # A block's transformed input and products (WINOGRAD_TERM_BYTES per tile and channel):
 # about half of L2, beside the weights. Whole strips of the GEMM, at most
 # WINOGRAD_MAX_STRIPS: 64 -> 64 at 56x56 took 0.94x the time in blocks of 64 tiles
@@ -161,16 +168,31 @@ class ConvGeometry:
     def winograd_block(self):
         """Tiles per block of aotc_conv_winograd: whole strips of NR, as many as keep its
         transformed input and products within WINOGRAD_BLOCK_BYTES (at least one, at
-        most WINOGRAD_MAX_STRIPS, and no more than an image's tiles need)."""
+        most WINOGRAD_MAX_STRIPS, and no more than an image's tiles need); an image's
+        tiles where the weights are large and the image small (see
+        WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES)."""
         from .matmul import NR
         rows, cols = self.winograd_grid
-        fit = WINOGRAD_BLOCK_BYTES // (WINOGRAD_TERM_BYTES * (self.cin_g + self.cout_g) * NR)
-        return NR * max(1, min(fit, WINOGRAD_MAX_STRIPS, -(-rows * cols // NR)))
+        image_strips = -(-rows * cols // NR)
+        operands_per_strip = WINOGRAD_TERM_BYTES * (self.cin_g + self.cout_g) * NR
+        if (WINOGRAD_TERM_BYTES * self.cin_g * self.cout_g > WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES
+                and image_strips * operands_per_strip <= WINOGRAD_IMAGE_BLOCK_BYTES):
+            return NR * image_strips
+        fit = WINOGRAD_BLOCK_BYTES // operands_per_strip
+        return NR * max(1, min(fit, WINOGRAD_MAX_STRIPS, image_strips))
+
+    def winograd_one_block(self):
+        """One image whose tiles are one block: three dispatches shared by the threads
+        (aotc_conv_winograd_one_block_)."""
+        rows, cols = self.winograd_grid
+        return self.batch == 1 and rows * cols <= self.winograd_block()
 
     def winograd_lanes(self):
         """Lanes of aotc_conv_winograd: WINOGRAD_LANES, or one per block where there
-        are fewer blocks."""
+        are fewer blocks (and not one block)."""
         rows, cols = self.winograd_grid
+        if self.winograd_one_block():
+            return WINOGRAD_LANES
         return min(WINOGRAD_LANES, self.batch * -(-rows * cols // self.winograd_block()))
 
     @property
@@ -463,12 +485,14 @@ def _f32_scratch(ctx, g):
         return g.implicit_scratch()
     if kind == "pixels":
         return g.pixels_scratch()
-    if kind == "winograd":
+    if kind == "winograd":   # aotc_conv_winograd_scratch_bytes
         block = g.winograd_block()
         v, m = (_align(WINOGRAD_TERM_BYTES * (channels * block + WINOGRAD_PLANE_PAD_FLOATS))
                 for channels in (g.cin_g, g.cout_g))
-        lane = v + m + sgemm_packed_scratch_bytes(g.cout_g, block, g.cin_g)
-        return g.winograd_lanes() * lane
+        products = sgemm_packed_scratch_bytes(g.cout_g, block, g.cin_g)
+        if g.winograd_one_block():
+            return v + m + g.winograd_lanes() * products
+        return g.winograd_lanes() * (v + m + products)
     if kind == "im2col":
         block = g.block_columns()
         packed_block = _align(4 * g.k * ((block + NR - 1) // NR * NR))
