@@ -427,22 +427,22 @@ def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_pat
     assert "aotc_conv_winograd(" not in (tmp_path / "exact" / "wino.c").read_text()
 
 
-def test_winograd_takes_an_image_in_one_block_where_the_weights_are_large():
-    """ResNet-50's 256 -> 256 convs at 14x14 (4 MiB of transformed weights) read them
-    once: the image's 49 tiles in one block, its 16 products shared out in lanes; the
-    128 -> 128 convs at 28x28 (1 MiB) keep blocks that fit L2, one lane each."""
+@pytest.mark.parametrize("channels, size, one_block", [(256, 14, True), (128, 28, True), (64, 56, False)])
+def test_winograd_takes_an_image_in_one_block_where_the_weights_are_large(channels, size, one_block):
+    """ResNet-50's 256 -> 256 convs at 14x14 and 128 -> 128 at 28x28 (4 and 1 MiB of
+    transformed weights) read them once: the image's tiles in one block, its 16
+    products shared out in lanes; its 64 -> 64 convs at 56x56 keep blocks that fit L2."""
     from aotc.ops import conv
 
-    def geometry(channels, size, batch=1):
+    def geometry(batch=1):
         return conv.ConvGeometry(batch, 1, channels, channels, 2, (1, size, size), (1, size, size),
                                  (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), const_weights=True)
-    large = geometry(256, 14)
-    assert large.kind() == "winograd" and large.winograd_block() >= 49
-    assert large.winograd_one_block() and large.winograd_lanes() == conv.WINOGRAD_LANES
-    assert not geometry(256, 14, batch=2).winograd_one_block()
-    blocked = geometry(128, 28)
-    assert blocked.kind() == "winograd" and blocked.winograd_block() < 196
-    assert not blocked.winograd_one_block()
+    g, tiles = geometry(), (size // 2) ** 2
+    assert g.kind() == "winograd"
+    assert g.winograd_one_block() == one_block and (g.winograd_block() >= tiles) == one_block
+    if one_block:
+        assert g.winograd_lanes() == conv.WINOGRAD_LANES
+        assert not geometry(batch=2).winograd_one_block()
 
 
 @pytest.mark.parametrize("target", ["avx2", "generic"])
