@@ -77,6 +77,7 @@ def compile(model, shapes=None, mode="fast", opt_level="all", target="native", t
     graph = import_model(proto)
     fixed = normalize_shapes(graph, shapes)
     resolved_target = build.resolve_target(target)
+    cache.max_size()   # a bad AOTC_CACHE_MAX_SIZE stops the compile before any work
     options = {"shapes": sorted((k, list(v)) for k, v in fixed.items()), "mode": mode,
                "opt_level": opt_level, "target": resolved_target, "name": name,
                "weights": weights, "sanitize": bool(sanitize), "cc": build.compiler()}

@@ -89,10 +89,11 @@ def test_sizes(text, size):
     assert cache.parse_size(text) == size
 
 
-def test_a_bad_size_is_an_aotc_error(root, monkeypatch):
+def test_a_bad_size_is_an_aotc_error_before_any_compile(root, monkeypatch):
     monkeypatch.setenv("AOTC_CACHE_MAX_SIZE", "lots")
     with pytest.raises(aotc.AotcError, match="AOTC_CACHE_MAX_SIZE 'lots'"):
-        cache.max_size()
+        aotc.compile(_model(1.0), threads=1)
+    assert cache.items() == []
 
 
 def _model(scale):
