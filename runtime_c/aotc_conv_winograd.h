@@ -300,18 +300,50 @@ AOTC_FN void aotc_conv_winograd_output_(const aotc_conv_winograd_args_ *a, int64
   }
 }
 
-/* A block's 16 products M[e] = U[e] V[e] over its first `tiles` columns (V packed for
- * that many), on this thread (no pool). Not inlined: into the lane, GCC followed the
- * driver's packing of B (never taken: V comes packed) and warned of a loop it could not
- * bound. */
+/* A block's products M[e] = U[e] V[e] for terms e in [e0, e1) over its first `tiles`
+ * columns (V packed for that many), on this thread (no pool). Not inlined: into the
+ * lane, GCC followed the driver's packing of B (never taken: V comes packed) and warned
+ * of a loop it could not bound. */
 AOTC_NOINLINE void aotc_conv_winograd_products_(int64_t cout, int64_t cin, int64_t block, int64_t tiles,
-                                                const float *u, const float *v, float *m,
-                                                unsigned char *scratch) {
-  int e;
-  for (e = 0; e < 16; e++)
+                                                int64_t e0, int64_t e1, const float *u, const float *v,
+                                                float *m, unsigned char *scratch) {
+  int64_t e;
+  for (e = e0; e < e1; e++)
     aotc_sgemm_packed(NULL, cout, tiles, cin, u + e * cout * cin, cin, 0,
                       v + e * aotc_conv_winograd_plane_(cin, block),
                       m + e * aotc_conv_winograd_plane_(cout, block), block, NULL, NULL, scratch);
+}
+
+/* Input channels [c0, c1) of image n's block of `tiles` tiles from tile t0: B^T d B
+ * into V, strip by strip. */
+AOTC_FN void aotc_conv_winograd_inputs_(const aotc_conv_winograd_args_ *a, int64_t n, int64_t t0, int64_t tiles,
+                                        int64_t c0, int64_t c1, float *v) {
+  enum { NR = AOTC_SGEMM_NR };
+  const int64_t cin = a->g->cin_g, strips = (tiles + NR - 1) / NR;
+  aotc_conv_winograd_run_ runs[NR];
+  int64_t s, c;
+  for (s = 0; s < strips; s++) {
+    const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, t0 + s * NR, s * NR, runs);
+    for (c = c0; c < c1; c++) {
+      const int64_t pc = c / AOTC_SGEMM_KC * AOTC_SGEMM_KC;
+      aotc_conv_winograd_input_(a->g, a->x, n, c, runs, nruns,
+                                v + aotc_sgemm_packed_strip_(strips, cin, pc, s) + (c - pc) * NR,
+                                aotc_conv_winograd_plane_(cin, a->block));
+    }
+  }
+}
+
+/* Output channels [o0, o1) of the same block: A^T m A from M into Y. */
+AOTC_FN void aotc_conv_winograd_outputs_(const aotc_conv_winograd_args_ *a, int64_t n, int64_t t0, int64_t tiles,
+                                         int64_t o0, int64_t o1, const float *m) {
+  enum { NR = AOTC_SGEMM_NR };
+  const int64_t strips = (tiles + NR - 1) / NR;
+  aotc_conv_winograd_run_ runs[NR];
+  int64_t s, o;
+  for (s = 0; s < strips; s++) {
+    const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, t0 + s * NR, s * NR, runs);
+    for (o = o0; o < o1; o++) aotc_conv_winograd_output_(a, n, o, runs, nruns, m);
+  }
 }
 
 /* Lane l: its run of blocks, each transformed in (strip by strip), multiplied and
@@ -319,33 +351,19 @@ AOTC_NOINLINE void aotc_conv_winograd_products_(int64_t cout, int64_t cin, int64
  * the tiles it has: computed whole, ResNet-50's 128 -> 128 conv at 28x28 (six blocks
  * and four tiles) cost a seventh block, and two threads took four blocks to three. */
 AOTC_FN void aotc_conv_winograd_lane_(void *arg, int64_t l) {
-  enum { NR = AOTC_SGEMM_NR };
   const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
-  const aotc_conv_geom *g = a->g;
-  const int64_t cin = g->cin_g, cout = g->cout_g, block = a->block;
+  const int64_t cin = a->g->cin_g, cout = a->g->cout_g, block = a->block;
   const size_t v_bytes = aotc_conv_winograd_part_bytes_(cin, block);
   const size_t m_bytes = aotc_conv_winograd_part_bytes_(cout, block);
   unsigned char *scratch = a->scratch + (size_t)l * aotc_conv_winograd_lane_bytes(cin, cout, block);
   float *v = (float *)(void *)scratch, *m = (float *)(void *)(scratch + v_bytes);
-  aotc_conv_winograd_run_ runs[NR];
-  int64_t b, s, c, o;
+  int64_t b;
   for (b = a->blocks * l / a->lanes; b < a->blocks * (l + 1) / a->lanes; b++) {
     const int64_t n = b / a->blocks_per_image, t0 = b % a->blocks_per_image * block;
-    const int64_t tiles = AOTC_MIN(block, a->rows * a->cols - t0), strips = (tiles + NR - 1) / NR;
-    for (s = 0; s < strips; s++) {
-      const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, t0 + s * NR, s * NR, runs);
-      for (c = 0; c < cin; c++) {
-        const int64_t pc = c / AOTC_SGEMM_KC * AOTC_SGEMM_KC;
-        aotc_conv_winograd_input_(g, a->x, n, c, runs, nruns,
-                                  v + aotc_sgemm_packed_strip_(strips, cin, pc, s) + (c - pc) * NR,
-                                  aotc_conv_winograd_plane_(cin, block));
-      }
-    }
-    aotc_conv_winograd_products_(cout, cin, block, tiles, a->u, v, m, scratch + v_bytes + m_bytes);
-    for (s = 0; s < strips; s++) {
-      const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, t0 + s * NR, s * NR, runs);
-      for (o = 0; o < cout; o++) aotc_conv_winograd_output_(a, n, o, runs, nruns, m);
-    }
+    const int64_t tiles = AOTC_MIN(block, a->rows * a->cols - t0);
+    aotc_conv_winograd_inputs_(a, n, t0, tiles, 0, cin, v);
+    aotc_conv_winograd_products_(cout, cin, block, tiles, 0, 16, a->u, v, m, scratch + v_bytes + m_bytes);
+    aotc_conv_winograd_outputs_(a, n, t0, tiles, 0, cout, m);
   }
 }
 
@@ -359,50 +377,25 @@ AOTC_FN float *aotc_conv_winograd_m_(const aotc_conv_winograd_args_ *a) {
 }
 
 AOTC_FN void aotc_conv_winograd_input_task_(void *arg, int64_t t) {
-  enum { NR = AOTC_SGEMM_NR };
   const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
-  const int64_t cin = a->g->cin_g, c0 = t * AOTC_CONV_WINOGRAD_CHANNELS;
-  const int64_t c1 = AOTC_MIN(cin, c0 + AOTC_CONV_WINOGRAD_CHANNELS), strips = (a->rows * a->cols + NR - 1) / NR;
-  float *v = (float *)(void *)a->scratch;
-  aotc_conv_winograd_run_ runs[NR];
-  int64_t s, c;
-  for (s = 0; s < strips; s++) {
-    const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, s * NR, s * NR, runs);
-    for (c = c0; c < c1; c++) {
-      const int64_t pc = c / AOTC_SGEMM_KC * AOTC_SGEMM_KC;
-      aotc_conv_winograd_input_(a->g, a->x, 0, c, runs, nruns,
-                                v + aotc_sgemm_packed_strip_(strips, cin, pc, s) + (c - pc) * NR,
-                                aotc_conv_winograd_plane_(cin, a->block));
-    }
-  }
+  const int64_t c0 = t * AOTC_CONV_WINOGRAD_CHANNELS, c1 = AOTC_MIN(a->g->cin_g, c0 + AOTC_CONV_WINOGRAD_CHANNELS);
+  aotc_conv_winograd_inputs_(a, 0, 0, a->rows * a->cols, c0, c1, (float *)(void *)a->scratch);
 }
 
 AOTC_FN void aotc_conv_winograd_products_task_(void *arg, int64_t l) {
   const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
-  const int64_t cin = a->g->cin_g, cout = a->g->cout_g, block = a->block, tiles = a->rows * a->cols;
-  const int64_t e0 = 16 * l / a->lanes, e1 = 16 * (l + 1) / a->lanes;
-  unsigned char *gemm_scratch = (unsigned char *)aotc_conv_winograd_m_(a) + aotc_conv_winograd_part_bytes_(cout, block) +
-                                (size_t)l * aotc_sgemm_packed_scratch_bytes(cout, block, cin);
-  const float *v = (const float *)(void *)a->scratch;
+  const int64_t cin = a->g->cin_g, cout = a->g->cout_g, block = a->block;
   float *m = aotc_conv_winograd_m_(a);
-  int64_t e;
-  for (e = e0; e < e1; e++)
-    aotc_sgemm_packed(NULL, cout, tiles, cin, a->u + e * cout * cin, cin, 0,
-                      v + e * aotc_conv_winograd_plane_(cin, block),
-                      m + e * aotc_conv_winograd_plane_(cout, block), block, NULL, NULL, gemm_scratch);
+  unsigned char *gemm_scratch = (unsigned char *)m + aotc_conv_winograd_part_bytes_(cout, block) +
+                                (size_t)l * aotc_sgemm_packed_scratch_bytes(cout, block, cin);
+  aotc_conv_winograd_products_(cout, cin, block, a->rows * a->cols, 16 * l / a->lanes, 16 * (l + 1) / a->lanes,
+                               a->u, (const float *)(void *)a->scratch, m, gemm_scratch);
 }
 
 AOTC_FN void aotc_conv_winograd_output_task_(void *arg, int64_t t) {
-  enum { NR = AOTC_SGEMM_NR };
   const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
   const int64_t o0 = t * AOTC_CONV_WINOGRAD_CHANNELS, o1 = AOTC_MIN(a->g->cout_g, o0 + AOTC_CONV_WINOGRAD_CHANNELS);
-  const int64_t strips = (a->rows * a->cols + NR - 1) / NR;
-  aotc_conv_winograd_run_ runs[NR];
-  int64_t s, o;
-  for (s = 0; s < strips; s++) {
-    const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, s * NR, s * NR, runs);
-    for (o = o0; o < o1; o++) aotc_conv_winograd_output_(a, 0, o, runs, nruns, aotc_conv_winograd_m_(a));
-  }
+  aotc_conv_winograd_outputs_(a, 0, 0, a->rows * a->cols, o0, o1, aotc_conv_winograd_m_(a));
 }
 
 AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t block, int64_t lanes,
