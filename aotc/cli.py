@@ -258,7 +258,8 @@ def cmd_cache(args):
     print(f"cache:   {root}")
     print(f"holds:   {entries} compiled models and {len(found) - entries} engine objects, "
           f"{_mib(sum(i.size for i in found))}")
-    print(f"bound:   {bound}; least recently used first past it, after each compile")
+    print(f"bound:   {bound}; past it, the least recently used go after a new compile "
+          "(at most once a minute)")
     return 0
 
 

@@ -56,9 +56,9 @@ WINOGRAD_PLANE_PAD_FLOATS = 16  # a cache line after each term's V or M (aotc_co
 WINOGRAD_MIN_CHANNELS = 32     # input and output channels, each
 WINOGRAD_MIN_TILES = 49        # 2x2 output tiles per image: 14x14 outputs and up
 # The transformed weights (16/9 of the weights) are read again for each block of tiles,
-# past L2 from L3 or memory: ResNet-50's 256 -> 256 convs at 14x14 (4 MiB, two blocks)
-# took 0.87x the rows kernel's time in the model at one thread, 0.85x at two. Larger
-# weights are unmeasured.
+# past L2 from L3 or memory: ResNet-50's 256 -> 256 convs at 14x14 (4 MiB) took 0.87x the
+# rows kernel's time in the model at one thread in two blocks, 0.85x at two (and less
+# in one block: WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES). Larger weights are unmeasured.
 WINOGRAD_MAX_WEIGHT_BYTES = 4 << 20
 # Runs of tile blocks (or of the 16 products in a conv of one block), each with its own
 # scratch: up to this many threads share a conv.
@@ -190,8 +190,8 @@ class ConvGeometry:
         return self.batch == 1 and rows * cols <= self.winograd_block()
 
     def winograd_lanes(self):
-        """Lanes of aotc_conv_winograd: WINOGRAD_LANES, or one per block where there
-        are fewer blocks (and not one block)."""
+        """Lanes of aotc_conv_winograd: WINOGRAD_LANES (of blocks, or of terms where the
+        conv is one block), or one per block where there are fewer blocks."""
         rows, cols = self.winograd_grid
         if self.winograd_one_block():
             return WINOGRAD_LANES
