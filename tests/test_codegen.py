@@ -68,6 +68,21 @@ def test_generated_c_compiles_strictly(tmp_path, extra):
 
 
 @pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_generated_c_compiles_strictly_at_o3_with_its_own_flags(tmp_path):
+    """With the model's target and mode flags at -O3, where GCC inlines the most: a
+    reduction over whole vectors once met -Waggressive-loop-optimizations in a tail
+    loop that cannot run."""
+    from aotc import build
+    model = make_model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=0)],
+                       [("x", np.float32, (32, 256))], [("y", np.float32, (32,))], opset=17)
+    sess = aotc.compile(model, out_dir=tmp_path, name="reduce")
+    flags = build.c_flags(sess.report["target"], sess.report["mode"])
+    cmd = [CC, *STRICT, *flags, "-O3", "-c", f"{sess.name}.c", "-o", "strict.o"]
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
 def test_two_models_link_into_one_program(tmp_path):
     for name, op in (("first", "Neg"), ("second", "Relu")):
         model = make_model([helper.make_node(op, ["x"], ["y"])], [("x", np.float32, (2,))],
