@@ -10,6 +10,7 @@ TRIM_INTERVAL_SECONDS: a test suite's thousands of small compiles would otherwis
 minutes sizing, and a minute's compiles are what the bound can overshoot by. Anything
 used within GRACE_SECONDS stays: another process may be between finding it and loading it.
 """
+import collections
 import os
 import re
 import shutil
@@ -57,11 +58,8 @@ def touch(path):
         pass   # a read-only cache still serves; it only ages
 
 
-class Item:
-    """An entry or an object (kind), removed whole."""
-
-    def __init__(self, kind, path, used, size):
-        self.kind, self.path, self.used, self.size = kind, path, used, size
+# An entry or an object (kind), removed whole: its path, last use and bytes.
+Item = collections.namedtuple("Item", "kind path used size")
 
 
 def _folder_bytes(path):
@@ -83,7 +81,7 @@ def items(root=None):
         try:
             if d.name == OBJECTS_DIR and d.is_dir():
                 for o in os.scandir(d.path):
-                    if o.name.endswith(".o") and o.is_file():
+                    if o.name.endswith(".o") and not o.name.startswith(".") and o.is_file():
                         st = o.stat()
                         found.append(Item("object", o.path, st.st_mtime, st.st_size))
             elif not d.name.startswith(".") and d.is_dir():
