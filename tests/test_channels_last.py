@@ -83,7 +83,8 @@ def test_mobilenet_like_runs_channels_last_and_matches_onnxruntime(target):
     sess = aotc.compile(model, target=target)
     assert _channels_last(sess) == 13
     assert sess.report["nodes_after"]["NhwcConv"] == 13
-    assert sess.report["nodes_after"]["Transpose"] == 2   # into the chain, out of it
+    assert sess.report["nodes_after"]["Transpose"] == 1   # into the chain; the pool reads NHWC
+    assert sess.report["nodes_after"]["NhwcGlobalAveragePool"] == 1
     np.testing.assert_allclose(sess.run(feeds)["y"], run_ort(model, feeds)["y"], **TOL)
 
 
@@ -173,3 +174,21 @@ def test_matches_onnxruntime_through_the_test_helpers():
     """The same network through oracle's comparison (output names, dtypes and shapes)."""
     model = mobilenet_like(batch=1, size=14)
     assert_matches_ort(model, {"x": random((1, 3, 28, 28), seed=2)}, **TOL)
+
+
+@pytest.mark.parametrize("pool", ["GlobalAveragePool", "GlobalMaxPool"])
+def test_a_global_pool_reads_the_chain_nhwc_beside_an_nchw_reader(pool):
+    """The pool needs no Transpose; another reader of the same value still gets one."""
+    b = _Builder()
+    y = b.block("x", 16, 24, 4, 1, "Clip")
+    b.nodes.append(helper.make_node(pool, [y], ["pooled"]))
+    b.nodes.append(helper.make_node("Relu", [y], ["other"]))
+    model = b.model([2, 16, 14, 14], ["pooled", "other"])
+    sess = aotc.compile(model)
+    assert _channels_last(sess) == 3
+    assert sess.report["nodes_after"]["Nhwc" + pool] == 1
+    assert sess.report["nodes_after"]["Transpose"] == 2
+    feeds = {"x": random((2, 16, 14, 14))}
+    got, want = sess.run(feeds), run_ort(model, feeds)
+    for name in ("pooled", "other"):
+        np.testing.assert_allclose(got[name], want[name], **TOL)

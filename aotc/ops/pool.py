@@ -4,12 +4,19 @@ MaxPool) through the plain typed ones of runtime_c/aotc_pool.h.
 
 The windows are resolved here (auto_pad, ceil_mode, dilations) into one 3-D geometry
 that runtime_c/aotc_pool.h walks; global pools are reductions over the spatial dims.
+
+NhwcGlobalMaxPool and NhwcGlobalAveragePool (domain ai.aotc), made by the plan's
+channels-last rewrite: the global pools of a channels-last value X [N, H, W, C], with
+the NCHW pool's output Y [N, C, 1, 1] (the same memory as [N, 1, 1, C]), so the value
+needs no Transpose back to NCHW (MobileNetV2's last: 1280 x 7 x 7 floats, a Transpose
+of 28 us).
 """
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import dtypes
+from ..ir import AOTC_DOMAIN
 from .base import OpDef, TensorType
 from .reduce import reduce_call, reduce_scratch_bytes
 
@@ -164,12 +171,23 @@ def _global_scratch(kernel):
     return scratch
 
 
-def _global(kernel):
+def _nhwc_global_infer(ctx):
+    ctx.require_inputs(1)
+    ctx.require_dtype(0, (np.float32,))
+    x = ctx.inputs[0]
+    if x.rank < 3:
+        raise ctx.fail(f"input of shape {list(x.shape)} has no spatial dims")
+    return [TensorType(x.dtype, (x.shape[0], x.shape[-1]) + (1,) * (x.rank - 2))]
+
+
+def _global(kernel, spatial_first=False):
+    """Emit of a global pool over NCHW's spatial dims (2, 3, ...), or over NHWC's (1, 2, ...)."""
     def emit(ctx):
         x = ctx.inputs[0]
         if ctx.outputs[0].numel == 0:
             return ""
-        return reduce_call(ctx, kernel, x.shape, tuple(range(2, x.rank)))
+        first = 1 if spatial_first else 2
+        return reduce_call(ctx, kernel, x.shape, tuple(range(first, first + x.rank - 2)))
     return emit
 
 
@@ -180,4 +198,8 @@ OPS = [
           supports_exact=True),
     OpDef("GlobalAveragePool", _global_infer, _global("mean"), scratch=_global_scratch("mean"),
           since=1, supports_exact=True),
+    OpDef("NhwcGlobalMaxPool", _nhwc_global_infer, _global("max", spatial_first=True),
+          domain=AOTC_DOMAIN, since=1),
+    OpDef("NhwcGlobalAveragePool", _nhwc_global_infer, _global("mean", spatial_first=True),
+          domain=AOTC_DOMAIN, since=1),
 ]

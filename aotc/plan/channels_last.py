@@ -16,9 +16,10 @@ MAX_PIXELS pixels in and out. Candidates joined through a value one makes and an
 reads (as X or as the residual) form chains; a chain holding a depthwise and a
 pointwise conv goes NHWC: each of its convs becomes an NhwcConv, a Transpose brings in
 each NCHW value it reads, and one takes each value it makes back to NCHW where anything
-else reads it or it is a graph output. A chain of pointwise convs alone (ResNet's)
-stays NCHW: its 3x3 neighbours would cost a Transpose each way; so does a depthwise
-conv alone, whose gain the two Transposes would take. Fast mode only: the sums are the
+else reads it or it is a graph output; a global pool of a value made in the chain
+reads it NHWC (its output is the same either way). A chain of pointwise convs alone
+(ResNet's) stays NCHW: its 3x3 neighbours would cost a Transpose each way; so does a
+depthwise conv alone, whose gain the two Transposes would take. Fast mode only: the sums are the
 same, but exact mode keeps one kernel per conv kind on every path.
 """
 import numpy as np
@@ -30,6 +31,7 @@ from ..passes.graph_tools import consumers, fresh_name
 
 CHANNELS_LAST = "channels-last"
 MAX_PIXELS = 28 * 28
+GLOBAL_POOLS = ("GlobalAveragePool", "GlobalMaxPool")   # NHWC kernels in ops/pool.py
 
 
 def rewrite(graph, typed, mode):
@@ -49,10 +51,14 @@ def rewrite(graph, typed, mode):
         return name
 
     made = {n.outputs[0]: fresh(n.outputs[0] + "_nhwc") for n in graph.nodes if id(n) in chosen}
+    pools = {id(n) for n in graph.nodes if n.op_type in GLOBAL_POOLS and not n.domain and n.inputs[0] in made}
     users = consumers(graph)
     outputs = {vi.name for vi in graph.outputs}
     brought, nodes = {}, []
     for n in graph.nodes:
+        if id(n) in pools:
+            nodes.append(Node("Nhwc" + n.op_type, n.name, [made[n.inputs[0]]], list(n.outputs), {}, AOTC_DOMAIN))
+            continue
         if id(n) not in chosen:
             nodes.append(n)
             continue
@@ -68,15 +74,18 @@ def rewrite(graph, typed, mode):
             inputs[i] = made.get(v) or brought[v]
         y = n.outputs[0]
         nodes.append(Node("NhwcConv", n.name, inputs, [made[y]], dict(n.attrs), AOTC_DOMAIN))
-        if y in outputs or any(not _reads_nhwc(u, y, chosen) for u in users.get(y, ())):
+        if y in outputs or any(not _reads_nhwc(u, y, chosen, pools) for u in users.get(y, ())):
             nodes.append(Node("Transpose", f"{n.name}/to_nchw", [made[y]], [y], {"perm": list(NCHW_AXES)}))
     graph.nodes = nodes
     graph.opsets.setdefault(AOTC_DOMAIN, 1)
     return len(chosen)
 
 
-def _reads_nhwc(node, value, chosen):
-    """Whether `node` reads `value` only as a rewritten conv's X or residual."""
+def _reads_nhwc(node, value, chosen, pools):
+    """Whether `node` reads `value` only as a rewritten conv's X or residual, or is a
+    rewritten global pool."""
+    if id(node) in pools:
+        return True
     return id(node) in chosen and all(v != value for i, v in enumerate(node.inputs) if i not in (0, 3))
 
 
