@@ -239,12 +239,14 @@ AOTC_FN void aotc_sgemm_pack_b(int64_t N, int64_t K, const float *B, int64_t ldb
  * heights as close as can be (the first ones a row taller): a short last panel left
  * threads uneven, as in 128 rows cut 14 x 8 + 8 + 8, whose 16 tasks at two threads
  * gave one of them 70 rows (128 x 768 x 768 took 0.969x the time even, BERT-base
- * 0.970x). Otherwise MR rows each, except that a remainder shorter than MR / 2 is
- * merged with the last full panel and the two split evenly (a tile of very few rows
- * runs far below the FMA rate): where A is made by the caller or read transposed in
- * place (the rows kernel's pixels, read from X), whose 7x7 convs in ResNet-50 took
- * 1.01-1.05x the time at one thread in even panels. A function of M and the kind of A
- * only. */
+ * 0.970x). A made A goes even too: a task then takes a panel's strips whole
+ * (aotc_sgemm_split_), and ResNet-50's 3x3 convs at 7x7 (49 rows) in 14 + 14 + 14 + 7
+ * left two threads 28 rows against 21 (even: 0.92x the time at two threads, 1.02x at
+ * one; the model 0.993x and 1.004x). Otherwise, where A is read transposed in place
+ * (the rows kernel's pixels of a 1x1 conv, read from X), MR rows each, except that a
+ * remainder shorter than MR / 2 is merged with the last full panel and the two split
+ * evenly (a tile of very few rows runs far below the FMA rate). A function of M and the
+ * kind of A only. */
 AOTC_FN int64_t aotc_sgemm_panels_(int64_t M) { return aotc_sgemm_div_up_(M, AOTC_SGEMM_MR); }
 
 AOTC_FN void aotc_sgemm_panel_(int64_t M, int even, int64_t p, int64_t *start, int64_t *rows) {
@@ -745,7 +747,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   j.take_c = x.take_c;
   if (x.packed_a) j.pa = x.packed_a;
   else if (!x.make_a && aotc_sgemm_packs_a_(M, N, K, lda)) j.pa = j.pa_out = (float *)(void *)scratch;
-  j.even_panels = !x.make_a && (j.pa || !trans_a);   /* (neither made nor read transposed) */
+  j.even_panels = x.make_a || j.pa || !trans_a;   /* (all but A read transposed) */
   if (!packed_b && (M > 1 || trans_b)) {
     j.pb_out = (float *)(void *)(scratch + (x.packed_a || x.make_a ? 0 : aotc_sgemm_packed_scratch_bytes(M, N, K)));
     j.pb = j.pb_out;
