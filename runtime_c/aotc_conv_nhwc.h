@@ -35,7 +35,7 @@ AOTC_ENGINE_FN void aotc_conv_depthwise_nhwc(aotc_pool *pool, const aotc_conv_ge
 AOTC_ENGINE_FN void aotc_conv_pointwise_nhwc(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
                                              const float *w, const float *bias, const float *residual,
                                              float *y, const aotc_activation *act, unsigned char *scratch) {
-  const aotc_sgemm_extras extras = {NULL, NULL, residual, NULL};
+  const aotc_sgemm_extras extras = {NULL, NULL, residual, NULL, 0};
   aotc_sgemm_run_(pool, g->batch * aotc_conv_volume_(g->out), g->cout_g, g->cin_g, x, g->cin_g, 0, NULL, 0, 0,
                   w, y, g->cout_g, NULL, bias, act, &extras, scratch);
 }
