@@ -12,7 +12,8 @@ pads kernel // 2; --matmul builds one MatMul of an M x K input by a constant K x
 started from a neutral directory so that it imports its own aotc; both libraries are then
 loaded here and called alternately in blocks (timing.interleaved), `--repeats` times.
 Prints whether the two give the same bits, each repeat's B/A time (median of paired
-blocks) and the median of those.
+blocks) and the median of those; at two threads and more, also the B/A of the pairs run
+with CPUs 0 and 1 on one L3 and on two (benchmarks/placement.py).
 """
 import argparse
 import os
@@ -27,6 +28,7 @@ from onnx import TensorProto, helper, numpy_helper, save
 
 from gemm import matmul_model
 from models import model_inputs, seeded_feeds
+import placement
 from timing import interleaved
 
 
@@ -106,12 +108,16 @@ def main():
         got_a, got_b = a.run(feeds), b.run(feeds)
         same = all(got_a[k].tobytes() == got_b[k].tobytes() for k in got_a)
         print("same bits" if same else "the bits differ")
-        ratios = []
+        ratios, pairs = [], []
+        label = placement.split if args.threads > 1 else None
         for _ in range(args.repeats):
-            ms_a, ms_b, paired = interleaved(lambda: a.run(feeds), lambda: b.run(feeds), 3, args.runs)
+            ms_a, ms_b, paired = interleaved(lambda: a.run(feeds), lambda: b.run(feeds), 3, args.runs,
+                                             label=label, pairs=pairs)
             ratios.append(1 / paired)
             print(f"A {ms_a * 1e3:.3f} ms  B {ms_b * 1e3:.3f} ms  B/A {ratios[-1]:.3f}", flush=True)
         print(f"median B/A {statistics.median(ratios):.3f}")
+        for where, ratio, count in placement.medians(pairs):
+            print(f"B/A on {where}: {1 / ratio:.3f} ({count} pairs)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -15,7 +15,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -23,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import aotc  # noqa: E402
+import native  # noqa: E402
 from timing import interleaved  # noqa: E402
 
 SHAPES = [(1024, 1024, 1024), (128, 768, 768), (128, 3072, 768), (64, 1024, 1024),
@@ -63,16 +63,8 @@ double peak_fma(int64_t iters, float *sink) {
 
 def peak_gflops(seconds=0.3, repeats=7):
     """The FMA peak of the core this thread runs on, median of `repeats` timings."""
-    import cffi
-    ffi = cffi.FFI()
-    ffi.cdef("double peak_fma(int64_t iters, float *sink);")
-    ffi.set_source("_aotc_bench_peak", PEAK_C, extra_compile_args=["-O2", "-march=native"])
-    with tempfile.TemporaryDirectory(prefix="aotc-peak-") as tmp:
-        path = ffi.compile(tmpdir=tmp, verbose=False)
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("_aotc_bench_peak", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    module = native.load("_aotc_bench_peak", "double peak_fma(int64_t iters, float *sink);", PEAK_C,
+                         extra_compile_args=["-O2", "-march=native"])
     sink = module.ffi.new("float *")
     iters = 1 << 16
     while True:   # calibrate to about `seconds` per timing

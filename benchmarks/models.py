@@ -15,6 +15,11 @@ largest relative error of aotc against ORT (max |aotc - ort| / max |ort|).
 With --mode exact, the model is also compiled in fast mode and the two aotc builds are
 timed against each other the same way: the last column is exact mode's cost, the
 paired exact/fast ratio.
+
+At two threads and more, each pair of blocks is labelled with where the host had put
+CPUs 0 and 1 (benchmarks/placement.py): the `split` column is the share of pairs run
+with the two on different L3s, and after the table each such row's paired ratio is
+given for either placement.
 """
 import argparse
 import json
@@ -27,6 +32,7 @@ import time
 
 import numpy as np
 
+import placement
 from timing import interleaved
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # this checkout's aotc
@@ -137,8 +143,10 @@ def bench_model(args, name, build_root):
         ort_open_s = time.perf_counter() - t
         got, want = sess.run(feeds), ort.run(None, feeds)
         err = max(relative_error(got[o.name], w) for o, w in zip(ort.get_outputs(), want))
+        pairs = []
         ms_a, ms_o, paired = interleaved(lambda: sess.run(feeds), lambda: ort.run(None, feeds),
-                                         args.warmup, args.runs)
+                                         args.warmup, args.runs, label=placement.split if threads > 1 else None,
+                                         pairs=pairs)
         mem_a = peak_kib(args, "aotc", out_dir, name, threads)
         mem_o = peak_kib(args, "ort", path, name, threads)
         cost = float("nan")
@@ -146,22 +154,32 @@ def bench_model(args, name, build_root):
             fast = aotc.load(fast_dir, threads=threads)
             cost = interleaved(lambda: sess.run(feeds), lambda: fast.run(feeds), args.warmup, args.runs)[2]
         rows.append((name, threads, ms_a * 1e3, ms_o * 1e3, ms_a / ms_o, paired, compile_s,
-                     ort_open_s, mem_a / 1024, mem_o / 1024, err, cost))
+                     ort_open_s, mem_a / 1024, mem_o / 1024, err, pairs, cost))
         print(format_row(rows[-1]), flush=True)
         ort = None   # free its memory before the next thread count
     return rows
 
 
 HEADER = (f"{'model':<12} {'thr':>3} {'aotc ms':>9} {'ORT ms':>9} {'ratio':>6} {'paired':>6} "
-          f"{'compile s':>9} {'ORT open s':>10} {'aotc MiB':>9} {'ORT MiB':>8} {'max rel err':>11}")
+          f"{'compile s':>9} {'ORT open s':>10} {'aotc MiB':>9} {'ORT MiB':>8} {'max rel err':>11} "
+          f"{'split':>5}")
 EXACT_HEADER = f" {'exact/fast':>10}"
 
 
 def format_row(r):
-    name, threads, ms_a, ms_o, ratio, paired, comp, open_s, mem_a, mem_o, err, cost = r
+    name, threads, ms_a, ms_o, ratio, paired, comp, open_s, mem_a, mem_o, err, pairs, cost = r
+    known = [tag for tag, _ in pairs if tag is not None]
+    split = f"{sum(known) / len(known):.2f}" if known else "-"
     row = (f"{name:<12} {threads:>3} {ms_a:>9.3f} {ms_o:>9.3f} {ratio:>6.3f} {paired:>6.3f} "
-           f"{comp:>9.1f} {open_s:>10.2f} {mem_a:>9.1f} {mem_o:>8.1f} {err:>11.2e}")
+           f"{comp:>9.1f} {open_s:>10.2f} {mem_a:>9.1f} {mem_o:>8.1f} {err:>11.2e} {split:>5}")
     return row if cost != cost else row + f" {cost:>10.3f}"
+
+
+def by_placement(r):
+    """The row's paired ratio on one L3 and on two, where its pairs were labelled."""
+    name, threads, pairs = r[0], r[1], r[-2]
+    parts = [f"{ratio:.3f} on {where} ({count} pairs)" for where, ratio, count in placement.medians(pairs)]
+    return f"{name} at {threads} threads, paired: " + ", ".join(parts) if parts else None
 
 
 def main():
@@ -206,6 +224,8 @@ def main():
             rows += bench_model(args, m, root)
     worst = max((r[4] for r in rows), default=float("nan"))
     print(f"worst aotc/ORT ratio: {worst:.3f}")
+    for line in filter(None, map(by_placement, rows)):
+        print(line)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,10 @@ def settle():
             return
 
 
-def interleaved(run_a, run_b, warmup, runs, block=5, clock=time.perf_counter):
+def interleaved(run_a, run_b, warmup, runs, block=5, clock=time.perf_counter, label=None, pairs=None):
     """Medians (s) of run_a and run_b over about `runs` timed calls each, and the median
-    ratio of paired block medians.
+    ratio of paired block medians. With `label` (a function) and `pairs` (a list), each
+    pair of blocks appends (label() called before it, its a/b ratio) to `pairs`.
 
     The two alternate in blocks of `block` timed calls (which goes first alternates
     too). A pool's threads spin for a while after a call (onnxruntime's for
@@ -54,13 +55,18 @@ def interleaved(run_a, run_b, warmup, runs, block=5, clock=time.perf_counter):
     for _ in range(warmup):
         run_a()
         run_b()
-    ta, tb, pairs = [], [], []
+    ta, tb, ratios = [], [], []
     for i in range(-(-runs // block)):
+        if label is not None:
+            settle()
+            tag = label()
         if i % 2 == 0:
             a, b = timed_block(run_a), timed_block(run_b)
         else:
             b, a = timed_block(run_b), timed_block(run_a)
         ta += a
         tb += b
-        pairs.append(statistics.median(a) / statistics.median(b))
-    return statistics.median(ta), statistics.median(tb), statistics.median(pairs)
+        ratios.append(statistics.median(a) / statistics.median(b))
+        if label is not None:
+            pairs.append((tag, ratios[-1]))
+    return statistics.median(ta), statistics.median(tb), statistics.median(ratios)
