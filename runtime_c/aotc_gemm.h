@@ -91,7 +91,8 @@ typedef struct {
  * stride ldc) added after the bias, before the activation (a fused Add): it may be C
  * itself when K <= AOTC_SGEMM_KC (otherwise C holds partial sums between K-blocks),
  * and must not otherwise overlap C; what takes C's finished tiles (C is then the caller's
- * scratch: the rows conv kernel stores them transposed). */
+ * scratch: the rows conv kernel stores them transposed). And, not a pointer, whether
+ * the tasks go by C's columns first (aotc_sgemm_task_at_). */
 typedef struct {
   const float *packed_a;
   const aotc_sgemm_a_maker *make_a;

@@ -180,13 +180,13 @@ def _nhwc_global_infer(ctx):
     return [TensorType(x.dtype, (x.shape[0], x.shape[-1]) + (1,) * (x.rank - 2))]
 
 
-def _global(kernel, spatial_first=False):
-    """Emit of a global pool over NCHW's spatial dims (2, 3, ...), or over NHWC's (1, 2, ...)."""
+def _global(kernel, channels_last=False):
+    """Emit of a global pool over NCHW's spatial dims (2, 3, ...), or NHWC's (1, 2, ...)."""
     def emit(ctx):
         x = ctx.inputs[0]
         if ctx.outputs[0].numel == 0:
             return ""
-        first = 1 if spatial_first else 2
+        first = 1 if channels_last else 2
         return reduce_call(ctx, kernel, x.shape, tuple(range(first, first + x.rank - 2)))
     return emit
 
@@ -198,8 +198,8 @@ OPS = [
           supports_exact=True),
     OpDef("GlobalAveragePool", _global_infer, _global("mean"), scratch=_global_scratch("mean"),
           since=1, supports_exact=True),
-    OpDef("NhwcGlobalMaxPool", _nhwc_global_infer, _global("max", spatial_first=True),
+    OpDef("NhwcGlobalMaxPool", _nhwc_global_infer, _global("max", channels_last=True),
           domain=AOTC_DOMAIN, since=1),
-    OpDef("NhwcGlobalAveragePool", _nhwc_global_infer, _global("mean", spatial_first=True),
+    OpDef("NhwcGlobalAveragePool", _nhwc_global_infer, _global("mean", channels_last=True),
           domain=AOTC_DOMAIN, since=1),
 ]

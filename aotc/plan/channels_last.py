@@ -19,8 +19,8 @@ each NCHW value it reads, and one takes each value it makes back to NCHW where a
 else reads it or it is a graph output; a global pool of a value made in the chain
 reads it NHWC (its output is the same either way). A chain of pointwise convs alone
 (ResNet's) stays NCHW: its 3x3 neighbours would cost a Transpose each way; so does a
-depthwise conv alone, whose gain the two Transposes would take. Fast mode only: the sums are the
-same, but exact mode keeps one kernel per conv kind on every path.
+depthwise conv alone, whose gain the two Transposes would take. Fast mode only: the sums
+are the same, but exact mode keeps one kernel per conv kind on every path.
 """
 import numpy as np
 
@@ -51,13 +51,15 @@ def rewrite(graph, typed, mode):
         return name
 
     made = {n.outputs[0]: fresh(n.outputs[0] + "_nhwc") for n in graph.nodes if id(n) in chosen}
-    pools = {id(n) for n in graph.nodes if n.op_type in GLOBAL_POOLS and not n.domain and n.inputs[0] in made}
+    pools = {id(n) for n in graph.nodes
+             if n.op_type in GLOBAL_POOLS and not n.domain and n.inputs[0] in made}
     users = consumers(graph)
     outputs = {vi.name for vi in graph.outputs}
     brought, nodes = {}, []
     for n in graph.nodes:
         if id(n) in pools:
-            nodes.append(Node("Nhwc" + n.op_type, n.name, [made[n.inputs[0]]], list(n.outputs), {}, AOTC_DOMAIN))
+            nodes.append(Node("Nhwc" + n.op_type, n.name, [made[n.inputs[0]]], list(n.outputs), {},
+                              AOTC_DOMAIN))
             continue
         if id(n) not in chosen:
             nodes.append(n)
