@@ -156,28 +156,24 @@ def _kernel(ctx):
     return f"aotc_pooling_{dtypes.short(ctx.inputs[0].dtype)}"
 
 
-def _global_infer(ctx):
-    ctx.require_inputs(1)
-    ctx.require_dtype(0, FLOAT)
-    x = ctx.inputs[0]
-    if x.rank < 3:
-        raise ctx.fail(f"input of shape {list(x.shape)} has no spatial dims")
-    return [TensorType(x.dtype, tuple(x.shape[:2]) + (1,) * (x.rank - 2))]
+def _global_infer(channels_last=False):
+    """Infer of a global pool: NCHW's output [N, C, 1, ...], also from NHWC (float32 only:
+    the channels-last rewrite's values)."""
+    def infer(ctx):
+        ctx.require_inputs(1)
+        ctx.require_dtype(0, (np.float32,) if channels_last else FLOAT)
+        x = ctx.inputs[0]
+        if x.rank < 3:
+            raise ctx.fail(f"input of shape {list(x.shape)} has no spatial dims")
+        channels = x.shape[-1] if channels_last else x.shape[1]
+        return [TensorType(x.dtype, (x.shape[0], channels) + (1,) * (x.rank - 2))]
+    return infer
 
 
 def _global_scratch(kernel):
     def scratch(ctx):
         return reduce_scratch_bytes(kernel, ctx.inputs[0].dtype, ctx.outputs[0].numel)
     return scratch
-
-
-def _nhwc_global_infer(ctx):
-    ctx.require_inputs(1)
-    ctx.require_dtype(0, (np.float32,))
-    x = ctx.inputs[0]
-    if x.rank < 3:
-        raise ctx.fail(f"input of shape {list(x.shape)} has no spatial dims")
-    return [TensorType(x.dtype, (x.shape[0], x.shape[-1]) + (1,) * (x.rank - 2))]
 
 
 def _global(kernel, channels_last=False):
@@ -194,12 +190,12 @@ def _global(kernel, channels_last=False):
 OPS = [
     OpDef("MaxPool", _pool_infer, _max_pool_emit, since=1, supports_exact=True),
     OpDef("AveragePool", _pool_infer, _average_pool_emit, since=1, supports_exact=True),
-    OpDef("GlobalMaxPool", _global_infer, _global("max"), scratch=_global_scratch("max"), since=1,
+    OpDef("GlobalMaxPool", _global_infer(), _global("max"), scratch=_global_scratch("max"), since=1,
           supports_exact=True),
-    OpDef("GlobalAveragePool", _global_infer, _global("mean"), scratch=_global_scratch("mean"),
+    OpDef("GlobalAveragePool", _global_infer(), _global("mean"), scratch=_global_scratch("mean"),
           since=1, supports_exact=True),
-    OpDef("NhwcGlobalMaxPool", _nhwc_global_infer, _global("max", channels_last=True),
+    OpDef("NhwcGlobalMaxPool", _global_infer(channels_last=True), _global("max", channels_last=True),
           domain=AOTC_DOMAIN, since=1),
-    OpDef("NhwcGlobalAveragePool", _nhwc_global_infer, _global("mean", channels_last=True),
+    OpDef("NhwcGlobalAveragePool", _global_infer(channels_last=True), _global("mean", channels_last=True),
           domain=AOTC_DOMAIN, since=1),
 ]
