@@ -1,10 +1,11 @@
 """Workspace layout: liveness, best-fit offsets, in-place reuse and views (seed 001, 5).
 
 Every intermediate value lives in one caller-provided workspace at an offset chosen
-here. A value is live from the step that makes it to the last step that reads it (a
-view keeps its source alive as long as itself). Outputs of a step are placed before
-its dying inputs are freed, so a kernel never writes over what it still reads, except
-through an in-place alias the operator allows.
+here, and every step's scratch in one region after the values. A value is live from
+the step that makes it to the last step that reads it (a view keeps its source alive
+as long as itself). Outputs of a step are placed before its dying inputs are freed, so
+a kernel never writes over what it still reads, except through an in-place alias the
+operator allows.
 """
 from ..ops.base import in_place_inputs, stores_fast
 
@@ -29,6 +30,16 @@ STAGGER = 64
 # block so cooled, MobileNetV2 took 1.008x the time at one thread, ResNet-50 1.007x
 # at two.
 COOL_STEPS = 2
+# Every step's scratch lies in one region past the values, rather than in blocks freed
+# by values: consecutive convs of one shape then put each lane's scratch (Winograd's
+# transformed tiles, written and read by the thread that runs the lane) where that lane
+# had it in the conv before, still in that thread's caches. Where the host puts the two
+# CPUs on two L3s, every line a thread finds in the other's cache costs a crossing:
+# there ResNet-50 took 0.96x the time at two threads with the 28x28 Winograd convs in
+# blocks (WINOGRAD_IMAGE_BLOCK_BYTES), its 56x56 ones going from 1130 to 800 us each;
+# on one L3 1.003x, at one thread 1.001x. The workspace grows by the largest scratch
+# less what the values' blocks had lent it (ResNet-50 +64 KiB, MobileNetV2 +1.8 MiB,
+# BERT-base -0.7 MiB: its scratch had kept values from a better fit).
 
 
 def align(n):
@@ -129,6 +140,7 @@ def assign(steps, values, keep_alive):
         last_use[values[name].root.name] = len(steps)
 
     slab = Slab()
+    scratch = 0   # the largest step's scratch
     blocks = {}   # root name -> (offset, size)
     for i, step in enumerate(steps):
         slab.age(i)
@@ -149,13 +161,14 @@ def assign(steps, values, keep_alive):
             if last_use.get(out.name, i) == i and out.name not in keep_alive:
                 dying.add(out.name)     # made and never read (an unused output)
         if step.scratch_bytes:
-            size = step.scratch_bytes + STAGGER
-            step.scratch_offset = slab.alloc(size)
-            slab.release(step.scratch_offset, size)
+            scratch = max(scratch, step.scratch_bytes + STAGGER)
         for name in dying:
             if name in blocks:
                 slab.release(*blocks.pop(name), step=i)
-    return slab.top
+    for step in steps:
+        if step.scratch_bytes:
+            step.scratch_offset = slab.top
+    return slab.top + align(scratch)
 
 
 def _in_place_donor(step, k, out, dying, blocks):
