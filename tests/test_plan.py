@@ -78,6 +78,24 @@ def test_depthwise_outputs_avoid_blocks_the_last_steps_freed():
     assert_matches_ort(model, {"x": random((1, 8, 16, 16), seed=9)}, rtol=1e-4, atol=1e-5)
 
 
+def test_every_step_s_scratch_lies_in_one_region_past_the_values():
+    """Convs of one shape find their scratch where the last one left it (a thread's
+    lanes still in its caches), and no value is ever in it (aotc/plan/memory.py)."""
+    nodes, weights = [], {}
+    for i, k in enumerate([3, 3, 1, 3]):
+        x = f"v{i - 1}" if i else "x"
+        nodes.append(helper.make_node("Conv", [x, f"w{i}"], [f"v{i}"], kernel_shape=[k, k], pads=[k // 2] * 4))
+        weights[f"w{i}"] = 0.1 * random((32, 32, k, k), seed=i)
+    model = make_model(nodes, [("x", np.float32, (1, 32, 20, 20))], [("v3", np.float32, (1, 32, 20, 20))],
+                       weights)
+    plan = make_plan(import_model(model))
+    scratch = {step.scratch_offset for step in plan.steps if step.scratch_bytes}
+    assert len(scratch) == 1 and len([step for step in plan.steps if step.scratch_bytes]) >= 3
+    values = [v for step in plan.steps for v in step.outputs if v is not None and v.storage == "workspace"]
+    assert values and all(v.offset + v.type.nbytes <= min(scratch) for v in values)
+    assert_matches_ort(model, {"x": random((1, 32, 20, 20), seed=7)}, rtol=1e-4, atol=1e-5)
+
+
 def _chain(length, shape=(64, 64)):
     nodes, prev = [], "x"
     for i in range(length):
