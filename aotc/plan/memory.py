@@ -37,7 +37,7 @@ COOL_STEPS = 2
 # CPUs on two L3s, every line a thread finds in the other's cache costs a crossing:
 # there ResNet-50 took 0.96x the time at two threads with the 28x28 Winograd convs in
 # blocks (WINOGRAD_IMAGE_BLOCK_BYTES), its 56x56 ones going from 1130 to 800 us each;
-# on one L3 1.003x, at one thread 1.001x. The workspace grows by the largest scratch
+# on one L3 1.005x, at one thread 1.001x. The workspace grows by the largest scratch
 # less what the values' blocks had lent it (ResNet-50 +64 KiB, MobileNetV2 +1.8 MiB,
 # BERT-base -0.7 MiB: its scratch had kept values from a better fit).
 
@@ -140,7 +140,6 @@ def assign(steps, values, keep_alive):
         last_use[values[name].root.name] = len(steps)
 
     slab = Slab()
-    scratch = 0   # the largest step's scratch
     blocks = {}   # root name -> (offset, size)
     for i, step in enumerate(steps):
         slab.age(i)
@@ -160,11 +159,10 @@ def assign(steps, values, keep_alive):
                 blocks[out.name] = (out.offset, size)
             if last_use.get(out.name, i) == i and out.name not in keep_alive:
                 dying.add(out.name)     # made and never read (an unused output)
-        if step.scratch_bytes:
-            scratch = max(scratch, step.scratch_bytes + STAGGER)
         for name in dying:
             if name in blocks:
                 slab.release(*blocks.pop(name), step=i)
+    scratch = max((step.scratch_bytes + STAGGER for step in steps if step.scratch_bytes), default=0)
     for step in steps:
         if step.scratch_bytes:
             step.scratch_offset = slab.top
