@@ -70,7 +70,8 @@ WINOGRAD_LANES = 4
 # 28x28 (1 MiB, 3.5 MiB of V and M) keep their blocks: in one, the threads share V and
 # M (aotc_conv_winograd_one_block_), and where the host puts the two CPUs on two L3s
 # each conv took 1370-1420 us at two threads against 930 in blocks, the model 0.96x the
-# time; on one L3 the model 1.005x (with memory.py's scratch region). Its 64 -> 64 convs at 56x56 (6.3 MiB of V and M) keep theirs.
+# time; on one L3 the model 1.005x (with memory.py's scratch region). Its 64 -> 64 convs
+# at 56x56 (6.3 MiB of V and M) keep theirs.
 WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES = 512 << 10
 WINOGRAD_IMAGE_BLOCK_BYTES = 3 << 20
 # A block's transformed input and products (WINOGRAD_TERM_BYTES per tile and channel):
