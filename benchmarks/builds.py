@@ -109,7 +109,7 @@ def main():
         same = all(got_a[k].tobytes() == got_b[k].tobytes() for k in got_a)
         print("same bits" if same else "the bits differ")
         ratios, pairs = [], []
-        label = placement.split if args.threads > 1 else None
+        label = placement.labeller(args.threads)
         for _ in range(args.repeats):
             ms_a, ms_b, paired = interleaved(lambda: a.run(feeds), lambda: b.run(feeds), 3, args.runs,
                                              label=label, pairs=pairs)

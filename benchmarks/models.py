@@ -145,7 +145,7 @@ def bench_model(args, name, build_root):
         err = max(relative_error(got[o.name], w) for o, w in zip(ort.get_outputs(), want))
         pairs = []
         ms_a, ms_o, paired = interleaved(lambda: sess.run(feeds), lambda: ort.run(None, feeds),
-                                         args.warmup, args.runs, label=placement.split if threads > 1 else None,
+                                         args.warmup, args.runs, label=placement.labeller(threads),
                                          pairs=pairs)
         mem_a = peak_kib(args, "aotc", out_dir, name, threads)
         mem_o = peak_kib(args, "ort", path, name, threads)
@@ -177,7 +177,7 @@ def format_row(r):
 
 def by_placement(r):
     """The row's paired ratio on one L3 and on two, where its pairs were labelled."""
-    name, threads, pairs = r[0], r[1], r[-2]
+    name, threads, *_, pairs, _cost = r
     parts = [f"{ratio:.3f} on {where} ({count} pairs)" for where, ratio, count in placement.medians(pairs)]
     return f"{name} at {threads} threads, paired: " + ", ".join(parts) if parts else None
 

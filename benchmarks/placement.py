@@ -4,8 +4,8 @@ A VM's two vCPUs may share a last-level cache or sit on different dies, and on t
 machine these benchmarks were tuned on the host moved them between the two every few
 seconds: the round trip of a cache line between the CPUs went from 56 ns to 330 ns and
 back. On two L3s every piece of data one thread wrote and the other reads crosses the
-dies, and a two-thread run of ResNet-50 took 1.3x the time (onnxruntime's 1.1x). So
-the benchmarks label each measurement with the placement it ran under (split()).
+dies, and a two-thread run of ResNet-50 took 1.2-1.3x the time (onnxruntime's 1.1x).
+So the benchmarks label each measurement with the placement it ran under (labeller()).
 """
 import os
 import statistics
@@ -86,6 +86,12 @@ def split():
     """True when CPUs 0 and 1 are on different L3s now, False on one, None unknown."""
     ns = round_trip_ns()
     return None if ns is None else ns > SPLIT_NS
+
+
+def labeller(threads):
+    """What labels a pair of blocks at `threads` threads: split, or None at one thread,
+    where the placement changes nothing."""
+    return split if threads > 1 else None
 
 
 def medians(pairs):

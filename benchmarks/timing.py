@@ -57,7 +57,7 @@ def interleaved(run_a, run_b, warmup, runs, block=5, clock=time.perf_counter, la
         run_b()
     ta, tb, ratios = [], [], []
     for i in range(-(-runs // block)):
-        if label is not None:
+        if label is not None:   # (measured with this process's threads idle)
             settle()
             tag = label()
         if i % 2 == 0:
