@@ -7,6 +7,8 @@ installed. Keep it free of other aotc imports.
 import json
 import math
 import os
+import shutil
+import tempfile
 import threading
 from collections import namedtuple
 
@@ -51,7 +53,8 @@ def default_threads():
     return os.cpu_count() or 1
 
 
-_LIBRARIES = {}              # path -> (ffi, lib): each library is opened once per process
+_LIBRARIES = {}              # (path, device, inode) -> (ffi, lib): each file opened once per process
+_OPENED_PATHS = set()        # paths given to dlopen in this process
 _LIBRARIES_LOCK = threading.Lock()
 
 
@@ -64,18 +67,40 @@ def _open_library(out_dir, manifest):
     path = os.path.join(out_dir, manifest["library"])
     name = manifest["name"]
     with _LIBRARIES_LOCK:
-        if path not in _LIBRARIES:
-            ffi = cffi.FFI()
-            ffi.cdef(f"""
-                int {name}_run_array(void *workspace, const void *const *inputs, void *const *outputs);
-                void {name}_set_threads(int threads);
-                size_t {name}_workspace_bytes(void);
-            """)
-            try:
-                _LIBRARIES[path] = ffi, ffi.dlopen(path)
-            except OSError as e:
-                raise AotcError(f"{path} is not a loadable library: {e}") from None
-        return _LIBRARIES[path]
+        try:
+            file = os.stat(path)
+            key = (path, file.st_dev, file.st_ino)   # a compile replaces the file: a new inode
+            if key not in _LIBRARIES:
+                ffi = cffi.FFI()
+                ffi.cdef(f"""
+                    int {name}_run_array(void *workspace, const void *const *inputs, void *const *outputs);
+                    void {name}_set_threads(int threads);
+                    size_t {name}_workspace_bytes(void);
+                """)
+                _LIBRARIES[key] = ffi, _dlopen_anew(ffi, path)
+        except OSError as e:
+            raise AotcError(f"{path} is not a loadable library: {e}") from None
+        return _LIBRARIES[key]
+
+
+def _dlopen_anew(ffi, path):
+    """dlopen(path), even where this process opened another library by that path
+    before (a model compiled again into the same folder): the loader would return the
+    old one, whose code then runs on the new model's buffers. Such a path is opened
+    through a link (or copy) of the file under a name of its own."""
+    if path not in _OPENED_PATHS:
+        _OPENED_PATHS.add(path)
+        return ffi.dlopen(path)
+    folder = tempfile.mkdtemp(prefix="aotc-library-")
+    try:
+        alias = os.path.join(folder, os.path.basename(path))
+        try:
+            os.link(path, alias)
+        except OSError:   # (another file system)
+            shutil.copyfile(path, alias)
+        return ffi.dlopen(alias)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Session:

@@ -140,6 +140,23 @@ def test_load_reopens_an_output_folder(tmp_path):
     np.testing.assert_array_equal(sess.run({"a": a, "b": b})["s"], a + b)
 
 
+def _unary(op, shape):
+    return make_model([helper.make_node(op, ["x"], ["y"])], [("x", np.float32, shape)],
+                      [("y", np.float32, shape)])
+
+
+def test_a_model_compiled_again_into_a_folder_runs_its_own_code(tmp_path):
+    """The loader hands back the library it opened before by the same path: a second
+    model compiled into the folder (same name, same library path) ran the first one's
+    code on its own buffers."""
+    first = aotc.compile(_unary("Relu", (3,)), out_dir=tmp_path / "out", name="m")
+    second = aotc.compile(_unary("Neg", (64, 256)), out_dir=tmp_path / "out", name="m")
+    small, large = random((3,)), random((64, 256))
+    np.testing.assert_array_equal(second.run(large), -large)
+    np.testing.assert_array_equal(first.run(small), np.maximum(small, 0))
+    np.testing.assert_array_equal(aotc.load(tmp_path / "out").run(large), -large)
+
+
 def test_a_folder_from_an_earlier_aotc_is_refused_by_name(tmp_path):
     """Folders built before the shared library (a cffi extension module, no "library" in
     the manifest) get an aotc error saying to compile again, not a KeyError."""
