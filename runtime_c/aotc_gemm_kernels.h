@@ -32,6 +32,7 @@
 
 #if defined(AOTC_SGEMM_PATH_AVX512)
 #include <immintrin.h>
+#include "aotc_transpose16.h"
 #define AOTC_SGEMM_MR 14   /* tiles exist for 1..3, 4 and 5..14 rows: see below */
 #define AOTC_VW 16
 /* A task: 140 rows (a transformer's 128 tokens in one task, so each strip of its
@@ -72,34 +73,6 @@ AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
 #define AOTC_V_FMA(x, y, z) _mm512_fmadd_ps(x, y, z)
 #define AOTC_V_CANON(v) \
   _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)))
-
-/* r[i] <- column i of the 16 x 16 block whose rows are r[0..15]. */
-AOTC_INLINE_ALWAYS void aotc_v_transpose16_(__m512 r[16]) {
-  __m512 t[16];
-  int i;
-  for (i = 0; i < 8; i++) {   /* pairs of rows interleaved, then quads, then 128-bit lanes */
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (i = 0; i < 4; i++) {
-    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
-    const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
-    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  for (i = 0; i < 4; i++) {
-    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-  }
-  for (i = 0; i < 8; i++) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-  }
-}
 
 #elif defined(AOTC_SGEMM_PATH_AVX2)
 #include <immintrin.h>

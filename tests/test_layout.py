@@ -34,6 +34,37 @@ def test_transpose_other_element_types(dtype):
     assert_matches_ort(m, {"x": random((3, 4, 5), dtype, low=0, high=100)})
 
 
+# Two dimensions of 16 and more swapped go in 16 x 16 tiles (aotc_transpose_rows_), whole
+# ones in registers on AVX-512: ragged tiles, a dimension between or around the two,
+# three channels to the last, every unit width, threads, and the generic path.
+TILED = [((1, 37, 19, 23), [0, 2, 3, 1]), ((1, 19, 23, 37), [0, 3, 1, 2]), ((32, 48), [1, 0]),
+         ((50, 70), [1, 0]), ((3, 33, 17), [0, 2, 1]), ((33, 3, 17), [2, 1, 0]),
+         ((1, 3, 40, 40), [0, 2, 3, 1])]
+
+
+@pytest.mark.parametrize("target", ["native", "generic"])
+@pytest.mark.parametrize("shape,perm", TILED)
+def test_transpose_in_tiles(shape, perm, target):
+    m = _single(helper.make_node("Transpose", ["x"], ["y"], perm=perm), [("x", np.float32, shape)])
+    x = random(shape)
+    np.testing.assert_array_equal(aotc.compile(m, target=target).run(x), x.transpose(perm))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.int64])
+def test_transpose_in_tiles_of_other_widths(dtype):
+    m = _single(helper.make_node("Transpose", ["x"], ["y"], perm=[2, 1, 0]),
+                [("x", dtype, (20, 18, 17))], out_dtype=dtype)
+    x = random((20, 18, 17), dtype, low=0, high=100)
+    np.testing.assert_array_equal(aotc.compile(m).run(x), x.transpose(2, 1, 0))
+
+
+@pytest.mark.parametrize("perm", [[0, 2, 3, 1], [0, 3, 1, 2]])
+def test_transpose_in_tiles_over_two_threads(perm):
+    m = _single(helper.make_node("Transpose", ["x"], ["y"], perm=perm), [("x", np.float32, (1, 64, 56, 56))])
+    x = random((1, 64, 56, 56))
+    np.testing.assert_array_equal(aotc.compile(m, threads=2).run(x), x.transpose(perm))
+
+
 # ---- Concat -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("axis", [0, 1, 2, -1, -3])
@@ -312,6 +343,24 @@ def test_movers_run_clean_under_sanitizers(tmp_path):
     sess = aotc.compile(m, out_dir=tmp_path, name="movers")
     lines = run_sanitized(tmp_path, sess.name).splitlines()
     assert [ln.split()[0] for ln in lines] == ["g", "y"]
+
+
+@pytest.mark.parametrize("flags", [[], ["-march=x86-64-v4", "-DAOTC_TARGET_AVX512"]])
+def test_transposes_in_tiles_run_clean_under_sanitizers(tmp_path, flags):
+    from sanitize import CC, run_sanitized
+    if CC is None:
+        pytest.skip("no C compiler")
+    if flags and aotc.build.resolve_target("native") != "avx512":
+        pytest.skip("this machine runs no AVX-512")
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["t"], ["y"], perm=[2, 1, 0, 3]),
+             helper.make_node("Cast", ["x"], ["h"], to=10),
+             helper.make_node("Transpose", ["h"], ["z"], perm=[0, 3, 1, 2])]
+    m = make_model(nodes, [("x", np.float32, (1, 35, 32, 18))],
+                   [("y", np.float32, None), ("z", np.float16, None)])
+    sess = aotc.compile(m, out_dir=tmp_path, name="tiles")
+    lines = run_sanitized(tmp_path, sess.name, flags).splitlines()
+    assert [ln.split()[0] for ln in lines] == ["y", "z"]
 
 
 # ---- opsets 23-28: the same definitions with more element types ---------------------
