@@ -44,6 +44,24 @@ def _cpu_flags():
     return set()
 
 
+@functools.lru_cache(maxsize=None)
+def l2_bytes(cpu_dir="/sys/devices/system/cpu/cpu0/cache"):
+    """The build machine's level-2 cache of one core in bytes, or None where Linux does
+    not say: the engine's blocking follows it (AOTC_L2_BYTES, aotc_gemm_kernels.h)."""
+    try:
+        for index in sorted(os.listdir(cpu_dir)):
+            with open(os.path.join(cpu_dir, index, "level")) as f:
+                if f.read().strip() != "2":
+                    continue
+            with open(os.path.join(cpu_dir, index, "size")) as f:
+                size = f.read().strip().upper()
+            scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
+            return int(size.rstrip("KM")) * scale
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def resolve_target(target):
     """'native' -> the best path this machine runs; others are checked and kept."""
     if target not in TARGETS:
@@ -65,6 +83,9 @@ def c_flags(target, mode, sanitize=False):
     flags = ["-std=c99", "-O3", "-fPIC", "-fno-math-errno", "-Wall", "-Wextra",
              "-Werror=implicit-function-declaration"]
     flags += _TARGET_FLAGS[target] + _MODE_FLAGS[mode]
+    l2 = l2_bytes()
+    if l2:
+        flags.append(f"-DAOTC_L2_BYTES={l2}")
     if sanitize:
         flags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
     return flags

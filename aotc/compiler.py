@@ -80,7 +80,8 @@ def compile(model, shapes=None, mode="fast", opt_level="all", target="native", t
     cache.max_size()   # a bad AOTC_CACHE_MAX_SIZE stops the compile before any work
     options = {"shapes": sorted((k, list(v)) for k, v in fixed.items()), "mode": mode,
                "opt_level": opt_level, "target": resolved_target, "name": name,
-               "weights": weights, "sanitize": bool(sanitize), "cc": build.compiler()}
+               "weights": weights, "sanitize": bool(sanitize), "cc": build.compiler(),
+               "c_flags": build.c_flags(resolved_target, mode, sanitize)}
     key = hashlib.sha256()
     key.update(proto.SerializeToString())
     key.update(json.dumps(options, sort_keys=True).encode())

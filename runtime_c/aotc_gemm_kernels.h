@@ -52,11 +52,20 @@
  * M < N, as 64 x 1024 x 1024, B is the stream and its prefetch counts: 5% slower). */
 #define AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS 2
 /* Where A is packed (aotc_gemm.h) and M spans more than two tasks of panels, each task
- * takes all the strips and packs its own panels at the start of each K-block: they go
- * to its tiles through L2, where a pass over all of A first sent them out to L3 and
- * back (1024^3 at one thread in a C loop: 185 -> 201 GFLOP/s; at 128 or 64 rows, where a task's
- * strips would all stream B once per task, 3-5% slower, hence the bound). */
-#define AOTC_SGEMM_PACK_A_IN_TASKS 1
+ * may take all the strips and pack its own panels at the start of each K-block, where
+ * otherwise one pass packs all of A first. Which is faster depends on the core. 1024^3,
+ * a one-node MatMul against onnxruntime: on a Zen core with 1 MiB of L2, the tasks'
+ * packing took 181-183 -> 202-203 GFLOP/s at one thread (the panels reach the tiles
+ * through L2, where the pass sent them out to L3 and back), 344-349 -> 386 at two; on a
+ * Xeon with 2 MiB, the pass first took 0.91x the time at one thread and 0.92x at two
+ * (paired), neutral on ResNet-50 and on 3136 x 64 x 576. So the tasks pack A on cores
+ * with less L2 than 2 MiB: AOTC_L2_BYTES, set by aotc's build from the build machine
+ * (build.l2_bytes), 1 MiB where unset. At 128 or 64 rows, where a task's strips would
+ * all stream B once per task, 3-5% slower, hence the bound on M. */
+#ifndef AOTC_L2_BYTES
+#define AOTC_L2_BYTES (1 << 20)
+#endif
+#define AOTC_SGEMM_PACK_A_IN_TASKS (AOTC_L2_BYTES < (2 << 20))
 typedef __m512 aotc_v_;
 AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {
   return (__mmask16)(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);

@@ -174,6 +174,35 @@ def test_epilogues_match_the_separate_operators_in_fast_mode():
                                    err_msg=str(ACTIVATIONS[i]))
 
 
+@pytest.mark.skipif(NATIVE != "avx512", reason="only the AVX-512 path lets its tasks pack A")
+def test_a_packed_a_gives_the_same_bits_packed_by_the_tasks_or_by_one_pass(monkeypatch):
+    """The build machine's L2 (AOTC_L2_BYTES) picks who packs A (aotc_gemm_kernels.h):
+    on 1 MiB the tasks, on 2 MiB one pass first; M = 300 spans more than two tasks."""
+    M, N, K = 300, 150, 600
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                       [("a", np.float32, (M, K)), ("b", np.float32, (K, N))], [("y", np.float32, None)])
+    feeds = {"a": random((M, K), seed=1), "b": random((K, N), seed=2)}
+    want = feeds["a"].astype(np.float64) @ feeds["b"].astype(np.float64)
+    runs = {}
+    for l2 in (1 << 20, 2 << 20):
+        monkeypatch.setattr(build, "l2_bytes", lambda: l2)
+        assert f"-DAOTC_L2_BYTES={l2}" in build.c_flags("avx512", "fast")
+        for threads in (1, 2):
+            runs[l2, threads] = aotc.compile(model, target="avx512", threads=threads).run(feeds)["y"]
+    np.testing.assert_allclose(runs[1 << 20, 1], want, rtol=1e-5, atol=2e-6 * K)
+    for key, got in runs.items():
+        np.testing.assert_array_equal(got.view(np.uint32), runs[1 << 20, 1].view(np.uint32), err_msg=str(key))
+
+
+def test_the_l2_size_is_read_from_linux(tmp_path):
+    for index, (level, size) in enumerate([("1", "48K"), ("1", "64K"), ("2", "2048K"), ("3", "480M")]):
+        (tmp_path / f"index{index}").mkdir()
+        (tmp_path / f"index{index}" / "level").write_text(level + "\n")
+        (tmp_path / f"index{index}" / "size").write_text(size + "\n")
+    assert build.l2_bytes(str(tmp_path)) == 2 << 20
+    assert build.l2_bytes(str(tmp_path / "missing")) is None
+
+
 def _c_packer():
     """aotc_sgemm_pack_b of runtime_c/aotc_gemm.h, built through cffi."""
     import cffi
