@@ -45,21 +45,23 @@ def _cpu_flags():
 
 
 @functools.lru_cache(maxsize=None)
-def l2_bytes(cpu_dir="/sys/devices/system/cpu/cpu0/cache"):
-    """The build machine's level-2 cache of one core in bytes, or None where Linux does
-    not say: the engine's blocking follows it (AOTC_L2_BYTES, aotc_gemm_kernels.h)."""
+def cache_bytes(cpu_dir="/sys/devices/system/cpu/cpu0/cache"):
+    """One core's caches as Linux lists them, {(level, type): bytes} (type "Data",
+    "Instruction" or "Unified"); empty where it does not say. The engine's blocking
+    follows the build machine's L1 data cache and L2 (aotc_gemm_kernels.h)."""
+    sizes = {}
     try:
-        for index in sorted(os.listdir(cpu_dir)):
-            with open(os.path.join(cpu_dir, index, "level")) as f:
-                if f.read().strip() != "2":
-                    continue
-            with open(os.path.join(cpu_dir, index, "size")) as f:
-                size = f.read().strip().upper()
+        for index in sorted(n for n in os.listdir(cpu_dir) if n.startswith("index")):
+            fields = {}
+            for field in ("level", "type", "size"):
+                with open(os.path.join(cpu_dir, index, field)) as f:
+                    fields[field] = f.read().strip()
+            size = fields["size"].upper()
             scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
-            return int(size.rstrip("KM")) * scale
+            sizes[int(fields["level"]), fields["type"]] = int(size.rstrip("KM")) * scale
     except (OSError, ValueError):
-        pass
-    return None
+        return {}
+    return sizes
 
 
 def resolve_target(target):
@@ -83,9 +85,10 @@ def c_flags(target, mode, sanitize=False):
     flags = ["-std=c99", "-O3", "-fPIC", "-fno-math-errno", "-Wall", "-Wextra",
              "-Werror=implicit-function-declaration"]
     flags += _TARGET_FLAGS[target] + _MODE_FLAGS[mode]
-    l2 = l2_bytes()
-    if l2:
-        flags.append(f"-DAOTC_L2_BYTES={l2}")
+    caches = cache_bytes()
+    for macro, cache in (("AOTC_L1D_BYTES", (1, "Data")), ("AOTC_L2_BYTES", (2, "Unified"))):
+        if cache in caches:
+            flags.append(f"-D{macro}={caches[cache]}")
     if sanitize:
         flags += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
     return flags

@@ -28,6 +28,15 @@
 
 #define AOTC_SGEMM_NR 32
 
+/* One core's L1 data cache and L2, which the blocking follows: aotc's build passes the
+ * build machine's (build.cache_bytes); C built without them takes 32 KiB and 1 MiB. */
+#ifndef AOTC_L1D_BYTES
+#define AOTC_L1D_BYTES (32 << 10)
+#endif
+#ifndef AOTC_L2_BYTES
+#define AOTC_L2_BYTES (1 << 20)
+#endif
+
 /* ---- vectors of each path: AOTC_VW floats ------------------------------------------ */
 
 #if defined(AOTC_SGEMM_PATH_AVX512)
@@ -59,12 +68,8 @@
  * through L2, where the pass sent them out to L3 and back), 344-349 -> 386 at two; on a
  * Xeon with 2 MiB, the pass first took 0.91x the time at one thread and 0.92x at two
  * (paired), neutral on ResNet-50 and on 3136 x 64 x 576. So the tasks pack A on cores
- * with less L2 than 2 MiB: AOTC_L2_BYTES, set by aotc's build from the build machine
- * (build.l2_bytes), 1 MiB where unset. At 128 or 64 rows, where a task's strips would
- * all stream B once per task, 3-5% slower, hence the bound on M. */
-#ifndef AOTC_L2_BYTES
-#define AOTC_L2_BYTES (1 << 20)
-#endif
+ * with less L2 than 2 MiB. At 128 or 64 rows, where a task's strips would all stream B
+ * once per task, 3-5% slower, hence the bound on M. */
 #define AOTC_SGEMM_PACK_A_IN_TASKS (AOTC_L2_BYTES < (2 << 20))
 typedef __m512 aotc_v_;
 AOTC_INLINE_ALWAYS __mmask16 aotc_v_mask_(int64_t n) {

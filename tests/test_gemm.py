@@ -34,7 +34,7 @@ PRODUCTS = [
     (20, 2000, 40, "const"),    # one run, the ragged one after; from B in place, packed,
     (19, 2000, 40, "gemm_tt"),  # or packed per call with C as the bias
     (20, 200, 512, "b"),     # row stride of 2 KiB: A packed; K two whole blocks
-    (300, 150, 512, "b"),    # ... and 22 panels: on AVX-512 each task packs its own
+    (300, 150, 512, "b"),    # ... and 22 panels: on AVX-512 with L2 below 2 MiB, each task packs its own
     (17, 2050, 520, "const"),   # long rows of A meeting many strips: A packed (stride 520)
     (3, 5, 7, "b"),
     (37, 45, 300, "const"),
@@ -175,32 +175,45 @@ def test_epilogues_match_the_separate_operators_in_fast_mode():
 
 
 @pytest.mark.skipif(NATIVE != "avx512", reason="only the AVX-512 path lets its tasks pack A")
-def test_a_packed_a_gives_the_same_bits_packed_by_the_tasks_or_by_one_pass(monkeypatch):
-    """The build machine's L2 (AOTC_L2_BYTES) picks who packs A (aotc_gemm_kernels.h):
-    on 1 MiB the tasks, on 2 MiB one pass first; M = 300 spans more than two tasks."""
-    M, N, K = 300, 150, 600
-    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
-                       [("a", np.float32, (M, K)), ("b", np.float32, (K, N))], [("y", np.float32, None)])
-    feeds = {"a": random((M, K), seed=1), "b": random((K, N), seed=2)}
-    want = feeds["a"].astype(np.float64) @ feeds["b"].astype(np.float64)
+def test_the_blockings_of_two_machines_give_the_same_bits(monkeypatch):
+    """The build machine's caches choose (aotc_gemm_kernels.h, aotc_gemm.h) who packs A,
+    the tasks below 2 MiB of L2 or one pass first, and over how many K-blocks a packed A
+    runs whole, 4 below 48 KiB of L1 data or 2: M = 300 spans more than two tasks, K = 600
+    and 1000 are 3 and 4 K-blocks."""
+    products = [(300, 150, 600), (300, 40, 1000)]
+    model = make_model([helper.make_node("MatMul", [f"a{i}", f"b{i}"], [f"y{i}"]) for i in range(2)],
+                       [(f"{x}{i}", np.float32, shape) for i, (M, N, K) in enumerate(products)
+                        for x, shape in (("a", (M, K)), ("b", (K, N)))],
+                       [(f"y{i}", np.float32, None) for i in range(2)])
+    feeds = {f"{x}{i}": random(shape, seed=2 * i + (x == "b"))
+             for i, (M, N, K) in enumerate(products) for x, shape in (("a", (M, K)), ("b", (K, N)))}
     runs = {}
-    for l2 in (1 << 20, 2 << 20):
-        monkeypatch.setattr(build, "l2_bytes", lambda: l2)
-        assert f"-DAOTC_L2_BYTES={l2}" in build.c_flags("avx512", "fast")
+    for l1, l2 in ((32 << 10, 1 << 20), (48 << 10, 2 << 20)):
+        monkeypatch.setattr(build, "cache_bytes", lambda: {(1, "Data"): l1, (2, "Unified"): l2})
+        flags = build.c_flags("avx512", "fast")
+        assert f"-DAOTC_L1D_BYTES={l1}" in flags and f"-DAOTC_L2_BYTES={l2}" in flags
         for threads in (1, 2):
-            runs[l2, threads] = aotc.compile(model, target="avx512", threads=threads).run(feeds)["y"]
-    np.testing.assert_allclose(runs[1 << 20, 1], want, rtol=1e-5, atol=2e-6 * K)
-    for key, got in runs.items():
-        np.testing.assert_array_equal(got.view(np.uint32), runs[1 << 20, 1].view(np.uint32), err_msg=str(key))
+            runs[l1, l2, threads] = aotc.compile(model, target="avx512", threads=threads).run(feeds)
+    first = runs[32 << 10, 1 << 20, 1]
+    for i, (M, N, K) in enumerate(products):
+        want = feeds[f"a{i}"].astype(np.float64) @ feeds[f"b{i}"].astype(np.float64)
+        np.testing.assert_allclose(first[f"y{i}"], want, rtol=1e-5, atol=2e-6 * K)
+        for key, got in runs.items():
+            np.testing.assert_array_equal(got[f"y{i}"].view(np.uint32), first[f"y{i}"].view(np.uint32),
+                                          err_msg=f"{key}: y{i}")
 
 
-def test_the_l2_size_is_read_from_linux(tmp_path):
-    for index, (level, size) in enumerate([("1", "48K"), ("1", "64K"), ("2", "2048K"), ("3", "480M")]):
-        (tmp_path / f"index{index}").mkdir()
-        (tmp_path / f"index{index}" / "level").write_text(level + "\n")
-        (tmp_path / f"index{index}" / "size").write_text(size + "\n")
-    assert build.l2_bytes(str(tmp_path)) == 2 << 20
-    assert build.l2_bytes(str(tmp_path / "missing")) is None
+def test_the_cache_sizes_are_read_from_linux(tmp_path):
+    for index, (level, kind, size) in enumerate([("1", "Data", "48K"), ("1", "Instruction", "64K"),
+                                                 ("2", "Unified", "2048K"), ("3", "Unified", "480M")]):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        for field, value in (("level", level), ("type", kind), ("size", size)):
+            (folder / field).write_text(value + "\n")
+    (tmp_path / "uevent").write_text("")   # (beside the index folders on Linux)
+    assert build.cache_bytes(str(tmp_path)) == {(1, "Data"): 48 << 10, (1, "Instruction"): 64 << 10,
+                                                (2, "Unified"): 2 << 20, (3, "Unified"): 480 << 20}
+    assert build.cache_bytes(str(tmp_path / "missing")) == {}
 
 
 def _c_packer():
