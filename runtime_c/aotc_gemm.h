@@ -448,17 +448,17 @@ AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aot
 /* Whether each tile of the block runs over all of K at once (aotc_sgemm_kseg_) rather
  * than storing and reloading its sums at every K-block: where A is read in place, panel
  * by panel or (A row-major) strip by strip, or packed, over at most
- * AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS K-blocks. 3136 x 64 x 576 took 0.98x the time at one
- * thread, 128 x 768 x 768 0.99x at one and 0.98x at two, 1024^3 (A packed) 0.98x at one
- * and two (paired, on Zen 4: 32 KiB of L1 data); a transposed A strip by strip (the rows kernel's 1x1 convs over X)
- * lost: MobileNetV2 1.015x; and so did a packed A over 12 K-blocks (BERT-base's 3072 ->
- * 768 products: the model 1.015x), each tile then streaming a strip of B too long for
- * L1 that the next panel reads again. Where L1 holds a K-block's strip (32 KiB) beside
- * a panel, 48 KiB of data on a Xeon, K-block by K-block the strip stays there for the
- * panels: a packed A over 3 or 4 K-blocks taken K-block by K-block, BERT-base (K = 768)
- * took 0.956x the time at one thread and 0.950x at two (paired), its 128 x 768 x 768
- * product alone, 1024^3, ResNet-50 and the 784-1024-1024-10 MLP at 64 rows within 1%
- * either way; so at most 2 there. */
+ * AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS K-blocks. On an AMD Zen (its caches not recorded),
+ * 3136 x 64 x 576 took 0.98x the time at one thread, 128 x 768 x 768 0.99x at one and
+ * 0.98x at two, 1024^3 (A packed) 0.98x at one and two (paired); a transposed A strip
+ * by strip (the rows kernel's 1x1 convs over X) lost: MobileNetV2 1.015x; and so did a
+ * packed A over 12 K-blocks (BERT-base's 3072 -> 768 products: the model 1.015x), each
+ * tile then streaming a strip of B too long for L1 that the next panel reads again.
+ * Where L1 holds a K-block's strip (32 KiB) beside a panel, 48 KiB of data on a Xeon,
+ * K-block by K-block the strip stays there for the panels: with a packed A over 3 or 4
+ * K-blocks taken so, BERT-base (K = 768) took 0.956x the time at one thread and 0.950x
+ * at two (paired), its 128 x 768 x 768 product alone, 1024^3, ResNet-50 and the
+ * 784-1024-1024-10 MLP at 64 rows within 1% either way; so at most 2 there. */
 #define AOTC_SGEMM_WHOLE_K_BLOCKS 16   /* K-blocks at most (K <= 4096) */
 #define AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS (AOTC_L1D_BYTES >= (48 << 10) ? 2 : 4)
 AOTC_FN int aotc_sgemm_whole_k_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk) {

@@ -63,7 +63,7 @@
 /* Where A is packed (aotc_gemm.h) and M spans more than two tasks of panels, each task
  * may take all the strips and pack its own panels at the start of each K-block, where
  * otherwise one pass packs all of A first. Which is faster depends on the core. 1024^3,
- * a one-node MatMul against onnxruntime: on a Zen core with 1 MiB of L2, the tasks'
+ * a one-node MatMul against onnxruntime: on an AMD Zen (1 MiB of L2 a core), the tasks'
  * packing took 181-183 -> 202-203 GFLOP/s at one thread (the panels reach the tiles
  * through L2, where the pass sent them out to L3 and back), 344-349 -> 386 at two; on a
  * Xeon with 2 MiB, the pass first took 0.91x the time at one thread and 0.92x at two
