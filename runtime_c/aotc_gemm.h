@@ -138,13 +138,17 @@ AOTC_FN int aotc_sgemm_may_pack_a_(int64_t M, int64_t N) {
 
 /* ... and used when reading A in place would be slow: rows (or, transposed, columns)
  * whose stride is a multiple of 2 KiB, which share few L1 sets; or long rows that each
- * panel reads again for very many strips (a transformer's 768 -> 3072 product: 128 x
- * 3072 x 768 took 0.97-0.99 of the time on Zen 4, paired, at one and two threads; at
- * N = 768 packing gained nothing, 1.008). A transposed A is otherwise read in place
- * too, its tile's rows side by side in each of its rows: the pack cost ResNet-50's
- * 1024 -> 256 pointwise conv at 14x14 (X^T as A) 12% more. */
+ * panel reads again for many strips (a transformer's 768 -> 3072 product: 128 x 3072 x
+ * 768 took 0.97-0.99 of the time on Zen 4, paired, at one and two threads; at N = 768
+ * packing gained nothing there, 1.008, but on a Xeon, whose tiles take a packed A
+ * K-block by K-block (AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS), BERT-base's 768 -> 768
+ * products packed took the model 0.945x the time at one thread and 0.941x at two, the
+ * 784-1024-1024-10 MLP at 64 rows 0.972x, 128 x 768 x 768 alone 0.989x, ResNet-50 and
+ * MobileNetV2 within 1%). A transposed A is otherwise read in place too, its tile's
+ * rows side by side in each of its rows: the pack cost ResNet-50's 1024 -> 256
+ * pointwise conv at 14x14 (X^T as A) 12% more. */
 #define AOTC_SGEMM_PACK_A_LONG_K 512
-#define AOTC_SGEMM_PACK_A_MANY_N 2048
+#define AOTC_SGEMM_PACK_A_MANY_N 512
 AOTC_FN int aotc_sgemm_packs_a_(int64_t M, int64_t N, int64_t K, int64_t lda) {
   return aotc_sgemm_may_pack_a_(M, N) &&
          (lda % 512 == 0 || (K >= AOTC_SGEMM_PACK_A_LONG_K && N >= AOTC_SGEMM_PACK_A_MANY_N));

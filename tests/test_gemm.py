@@ -36,6 +36,7 @@ PRODUCTS = [
     (20, 200, 512, "b"),     # row stride of 2 KiB: A packed; K two whole blocks
     (300, 150, 512, "b"),    # ... and 22 panels: on AVX-512 with L2 below 2 MiB, each task packs its own
     (17, 2050, 520, "const"),   # long rows of A meeting many strips: A packed (stride 520)
+    (33, 600, 530, "b"),     # ... and 19 strips (stride 530)
     (3, 5, 7, "b"),
     (37, 45, 300, "const"),
     (1, 200, 300, "const"),  # M = 1 over packed B (the GEMV strips)
