@@ -46,6 +46,7 @@
 #include "aotc_base.h"
 #include "aotc_threads.h"
 #include "aotc_gemm.h"
+#include "aotc_vtranspose.h"
 
 typedef struct aotc_conv_geom {
   int64_t batch, group, cin_g, cout_g;
@@ -887,23 +888,7 @@ AOTC_INLINE_ALWAYS void aotc_conv_lanes_transpose_(aotc_v_ *r) {
 #if defined(AOTC_SGEMM_PATH_AVX512)
   aotc_v_transpose16_(r);
 #else
-  __m256 t[8];
-  int i;
-  for (i = 0; i < 4; i++) {   /* pairs of rows interleaved, then quads, then 128-bit lanes */
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (i = 0; i < 2; i++) {
-    r[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (i = 0; i < 4; i++) {
-    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
-    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
-  }
-  for (i = 0; i < 8; i++) r[i] = t[i];
+  aotc_v_transpose8_(r);
 #endif
 }
 

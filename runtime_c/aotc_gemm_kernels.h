@@ -41,7 +41,7 @@
 
 #if defined(AOTC_SGEMM_PATH_AVX512)
 #include <immintrin.h>
-#include "aotc_transpose16.h"
+#include "aotc_vtranspose.h"
 #define AOTC_SGEMM_MR 14   /* tiles exist for 1..3, 4 and 5..14 rows: see below */
 #define AOTC_VW 16
 /* A task: 140 rows (a transformer's 128 tokens in one task, so each strip of its

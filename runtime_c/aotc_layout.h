@@ -14,7 +14,7 @@
 #include "aotc_base.h"
 #include "aotc_elementwise.h"
 #include "aotc_threads.h"
-#include "aotc_transpose16.h"
+#include "aotc_vtranspose.h"
 
 #define AOTC_LAYOUT_MAX_RANK 16
 #define AOTC_LAYOUT_GRAIN 65536 /* elements per parallel piece, at least */

@@ -1,10 +1,37 @@
-/* aotc runtime: a 16 x 16 block of floats transposed in AVX-512 registers, for the
- * GEMM's transposed tiles and the layout movers' transposes. Defines
- * AOTC_HAVE_TRANSPOSE16 where it exists (an AVX-512 target built for AVX-512). */
-#ifndef AOTC_TRANSPOSE16_H_
-#define AOTC_TRANSPOSE16_H_
+/* aotc runtime: square blocks of floats transposed in vector registers, 16 x 16 in
+ * AVX-512 and 8 x 8 in AVX, for the GEMM's transposed tiles, the convs' lanes and the
+ * layout movers' transposes. Defines AOTC_HAVE_TRANSPOSE16 and AOTC_HAVE_TRANSPOSE8
+ * where each exists (a target that takes the ISA, built for it). */
+#ifndef AOTC_VTRANSPOSE_H_
+#define AOTC_VTRANSPOSE_H_
 
 #include "aotc_base.h"
+
+#if (defined(AOTC_TARGET_AVX512) || defined(AOTC_TARGET_AVX2)) && defined(__AVX__)
+#include <immintrin.h>
+#define AOTC_HAVE_TRANSPOSE8 1
+
+/* r[i] <- column i of the 8 x 8 block whose rows are r[0..7]. */
+AOTC_INLINE_ALWAYS void aotc_v_transpose8_(__m256 r[8]) {
+  __m256 t[8];
+  int i;
+  for (i = 0; i < 4; i++) {   /* pairs of rows interleaved, then quads, then 128-bit lanes */
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (i = 0; i < 2; i++) {
+    r[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (i = 0; i < 4; i++) {
+    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+  }
+  for (i = 0; i < 8; i++) r[i] = t[i];
+}
+#endif
 
 #if defined(AOTC_TARGET_AVX512) && defined(__AVX512F__)
 #include <immintrin.h>
