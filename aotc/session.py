@@ -54,7 +54,6 @@ def default_threads():
 
 
 _LIBRARIES = {}              # (path, device, inode) -> (ffi, lib): each file opened once per process
-_OPENED_PATHS = set()        # paths given to dlopen in this process
 _LIBRARIES_LOCK = threading.Lock()
 
 
@@ -88,8 +87,7 @@ def _dlopen_anew(ffi, path):
     before (a model compiled again into the same folder): the loader would return the
     old one, whose code then runs on the new model's buffers. Such a path is opened
     through a link (or copy) of the file under a name of its own."""
-    if path not in _OPENED_PATHS:
-        _OPENED_PATHS.add(path)
+    if all(opened != path for opened, _, _ in _LIBRARIES):
         return ffi.dlopen(path)
     folder = tempfile.mkdtemp(prefix="aotc-library-")
     try:

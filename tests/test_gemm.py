@@ -188,13 +188,16 @@ def test_the_blockings_of_two_machines_give_the_same_bits(monkeypatch):
                        [(f"y{i}", np.float32, None) for i in range(2)])
     feeds = {f"{x}{i}": random(shape, seed=2 * i + (x == "b"))
              for i, (M, N, K) in enumerate(products) for x, shape in (("a", (M, K)), ("b", (K, N)))}
-    runs = {}
+    runs, builds = {}, set()
     for l1, l2 in ((32 << 10, 1 << 20), (48 << 10, 2 << 20)):
         monkeypatch.setattr(build, "cache_bytes", lambda: {(1, "Data"): l1, (2, "Unified"): l2})
         flags = build.c_flags("avx512", "fast")
         assert f"-DAOTC_L1D_BYTES={l1}" in flags and f"-DAOTC_L2_BYTES={l2}" in flags
         for threads in (1, 2):
-            runs[l1, l2, threads] = aotc.compile(model, target="avx512", threads=threads).run(feeds)
+            session = aotc.compile(model, target="avx512", threads=threads)
+            builds.add(session.out_dir)
+            runs[l1, l2, threads] = session.run(feeds)
+    assert len(builds) == 2, "the compile cache gave one build to both machines' flags"
     first = runs[32 << 10, 1 << 20, 1]
     for i, (M, N, K) in enumerate(products):
         want = feeds[f"a{i}"].astype(np.float64) @ feeds[f"b{i}"].astype(np.float64)
