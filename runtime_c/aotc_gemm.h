@@ -419,7 +419,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_next_residual_(const aotc_sgemm_job_
 AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
                                                      int64_t pc, int64_t kc, int64_t u) {
   int64_t next_s = blk->s0 + u / blk->np + 1, next_pc = pc, part = u % blk->np, next_kc, k0, k1;
-  aotc_sgemm_prefetch_ pf = {NULL, 0, 0};
+  aotc_sgemm_prefetch_ pf = {NULL, 0, 0, 0};
   if (blk->panel_outer && !(j->make_a && blk->np == 1)) return pf;
   if (next_s == blk->s0 + blk->ns) next_s = blk->s0, next_pc = pc + kc;
   if (next_pc >= j->K) return pf;
@@ -432,8 +432,9 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
 
 /* Where A is read in place row by row and the block goes panel by panel, as a panel
  * starts: the next panel's rows of its columns [pc, pc + kc) (the block's first panel on
- * the next K-block after its last), fetched into L2. The tiles' 14 row streams outran
- * the hardware's prefetch: 3136 x 64 x 576 (A in L3) 195 -> 209 GFLOP/s. */
+ * the next K-block after its last), fetched into L2; of a single K-block only the first
+ * AOTC_SGEMM_A_AHEAD columns, the panel's first tile fetching the rest. The tiles' 14 row
+ * streams outran the hardware's prefetch: 3136 x 64 x 576 (A in L3) 195 -> 209 GFLOP/s. */
 AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
                                              int64_t p, int64_t pc, int64_t kc) {
   int64_t i, rows, r, k;
@@ -445,6 +446,7 @@ AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aot
     kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
   }
   aotc_sgemm_panel_(j->M, j->even_panels, p, &i, &rows);
+  if (kc <= AOTC_SGEMM_KC) kc = AOTC_MIN(kc, AOTC_SGEMM_A_AHEAD);
   for (r = 0; r < rows; r++)
     for (k = 0; k < kc; k += 16) AOTC_PREFETCH_L2(j->A + (i + r) * j->lda + pc + k);
 }
@@ -513,9 +515,11 @@ AOTC_FN int aotc_sgemm_runs_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *
          aotc_sgemm_full_strips_(j, blk) > 1;
 }
 
-/* Panel p's full strips of the block over the K-block from pc (kc columns) in one run. */
+/* Panel p's full strips of the block over the K-block from pc (kc columns) in one run;
+ * fetch_a: its first tile fetches A ahead (aotc_sgemm_prefetch_). */
 AOTC_FN void aotc_sgemm_panel_run_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk, int64_t p,
-                                   int64_t pc, int64_t kc, int first, int last) {
+                                   int64_t pc, int64_t kc, int first, int last, int fetch_a) {
+  const aotc_sgemm_prefetch_ pf = {NULL, 0, 0, 1};
   const int64_t c = blk->s0 * AOTC_SGEMM_NR;
   int64_t i, rows, ars, aks, bks, next;
   const float *a, *b = aotc_sgemm_strip_at_(j, pc, blk->s0, &bks);
@@ -525,7 +529,7 @@ AOTC_FN void aotc_sgemm_panel_run_(const aotc_sgemm_job_ *j, const aotc_sgemm_bl
   ep = aotc_sgemm_epilogue_at_(j, i, c);
   next = aotc_sgemm_strip_at_(j, pc, blk->s0 + 1, &bks) - b;   /* from a full strip to the next */
   aotc_sgemm_tile_run_for_(rows)(kc, a, ars, aks, b, bks, next, j->C + i * j->ldc + c, j->ldc,
-                                 aotc_sgemm_full_strips_(j, blk), first, last ? &ep : NULL);
+                                 aotc_sgemm_full_strips_(j, blk), first, last ? &ep : NULL, fetch_a ? &pf : NULL);
 }
 
 /* Task t's first panel and strip. The pool's threads take the tasks from the two ends
@@ -578,18 +582,19 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       const float *a, *b;
       float *cp;
       aotc_sgemm_epilogue_ ep;
-      aotc_sgemm_prefetch_ pf = {NULL, 0, 0};
+      aotc_sgemm_prefetch_ pf = {NULL, 0, 0, 0};
       aotc_sgemm_block_tile_(&blk, u, &p, &s);
       if (runs && u % blk.ns == 0) {   /* (panel by panel: u is the panel's first tile) */
         const int64_t full = aotc_sgemm_full_strips_(j, &blk);
         if (a_rows_in_place) aotc_sgemm_prefetch_next_panel_(j, &blk, p, pc, kc);
         if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u + full - 1);
-        aotc_sgemm_panel_run_(j, &blk, p, pc, kc, first, last);
+        aotc_sgemm_panel_run_(j, &blk, p, pc, kc, first, last, a_rows_in_place);
         u += full - 1;
         if (full == blk.ns) continue;
         u++, s += full;   /* then the ragged strip on its own, below */
       }
       if (!whole) pf = aotc_sgemm_prefetch_at_(j, &blk, pc, kc, u);
+      pf.a_ahead = a_rows_in_place && !whole && u % blk.ns == 0;   /* (the panel's first tile) */
       c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
       b = aotc_sgemm_strip_at_(j, pc, s, &bks);
       aotc_sgemm_panel_(j->M, j->even_panels, p, &i, &rows);
@@ -606,7 +611,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       ep = aotc_sgemm_epilogue_at_(j, i, c);
       if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u);
       aotc_sgemm_tile_for_(rows, cols)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first,
-                                       last ? &ep : NULL, pf.count > 0 ? &pf : NULL, whole ? more : NULL);
+                                       last ? &ep : NULL, pf.count > 0 || pf.a_ahead ? &pf : NULL, whole ? more : NULL);
       if (!last) continue;
       aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
       if (j->take_c) j->take_c->fn(j->take_c->ctx, cp, j->ldc, i, rows, c, cols);

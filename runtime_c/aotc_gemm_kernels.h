@@ -199,10 +199,13 @@ AOTC_INLINE_ALWAYS aotc_v_ aotc_sgemm_act_v_(aotc_v_ x, int act, aotc_v_ lo, aot
 }
 
 /* Rows k < count of a strip of B that a later tile reads, at p + k * step: fetched into
- * L2 while this tile computes, so that weights streamed from memory arrive in time. */
+ * L2 while this tile computes, so that weights streamed from memory arrive in time.
+ * And a_ahead: the tile is the first of its panel's tiles on a row-major A read in
+ * place (panel by panel), so it fetches its rows ahead (AOTC_SGEMM_A_AHEAD). */
 typedef struct {
   const float *p;
   int64_t step, count;
+  int a_ahead;
 } aotc_sgemm_prefetch_;
 
 /* The K-blocks a tile goes on to after its first, in order, ended by one with kc = 0:
@@ -256,6 +259,16 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_tile_(const float *p, int64_t ld, co
     a += aks;                                                                              \
     b += bks;                                                                              \
   } while (0)
+
+/* Where A is read in place row by row, panel by panel, the first tile of a panel reads
+ * its rows from memory (the transformed weights of a Winograd conv, a panel of 13 rows
+ * meeting only two strips at 14x14). The panel's first AOTC_SGEMM_A_AHEAD columns come
+ * with the panel before (aotc_sgemm_prefetch_next_panel_); the tile fetches the rest
+ * this many columns ahead, where the whole panel came before it at once: ResNet-50 took
+ * 0.972x the time at one thread, 0.970x at two (builds.py --model, paired), MobileNetV2
+ * 1.002x and 1.005x. Done in every tile of a panel, MobileNetV2 took 1.02-1.04x (its
+ * panels meet up to 16 strips, A then in L1). */
+#define AOTC_SGEMM_A_AHEAD 64
 
 /* STATEMENT for each sum acc[i][v] of a tile's rows x nv vectors, both loops fully
  * unrolled (the sums stay in registers). */
@@ -315,6 +328,14 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
       AOTC_SGEMM_TILE_STEP_();
       AOTC_PREFETCH_L2(pf->p + k * pf->step);
       AOTC_PREFETCH_L2(pf->p + k * pf->step + 16);
+    }
+  }
+  /* (each step, of one of the tile's rows in turn, the line AOTC_SGEMM_A_AHEAD columns
+   * on: a row's line lasts 16 steps) */
+  if (pf && pf->a_ahead && aks == 1) {
+    for (; k < kc - AOTC_SGEMM_A_AHEAD; k++) {
+      if ((k & 15) < rows) AOTC_PREFETCH_L2(a + (k & 15) * ars + AOTC_SGEMM_A_AHEAD);
+      AOTC_SGEMM_TILE_STEP_();
     }
   }
   for (; k < kc; k++) {
@@ -396,12 +417,14 @@ AOTC_SGEMM_EACH_ROWS_(AOTC_SGEMM_TILE_HALF_ROWS_)
  * 256 x 3136 x 64 took 0.978x the time in runs). The same sums as tile by tile. */
 typedef void (*aotc_sgemm_tile_run_fn_)(int64_t kc, const float *a, int64_t ars, int64_t aks,
                                         const float *b, int64_t bks, int64_t bnext, float *c,
-                                        int64_t ldc, int64_t n, int first, const aotc_sgemm_epilogue_ *ep);
+                                        int64_t ldc, int64_t n, int first, const aotc_sgemm_epilogue_ *ep,
+                                        const aotc_sgemm_prefetch_ *pf);
 #define AOTC_SGEMM_TILE_RUN_(R)                                                                   \
   AOTC_NOINLINE void aotc_sgemm_tile_run_##R##_(int64_t kc, const float *a, int64_t ars, int64_t aks, \
                                                 const float *b, int64_t bks, int64_t bnext, float *c, \
                                                 int64_t ldc, int64_t n, int first,                   \
-                                                const aotc_sgemm_epilogue_ *ep) {                   \
+                                                const aotc_sgemm_epilogue_ *ep,                      \
+                                                const aotc_sgemm_prefetch_ *pf) {                    \
     aotc_sgemm_epilogue_ e = {NULL, NULL, NULL, 0, AOTC_SGEMM_ACT_NONE, 0.0f, 0.0f};               \
     int64_t t;                                                                                     \
     if (ep) e = *ep;                                                                               \
@@ -412,7 +435,7 @@ typedef void (*aotc_sgemm_tile_run_fn_)(int64_t kc, const float *a, int64_t ars,
                               ep ? &e : NULL, NULL, NULL, NULL);                                   \
       else                                                                                         \
         aotc_sgemm_tile_body_(R, AOTC_NV, kc, a, ars, 1, b, bks, c, ldc, AOTC_SGEMM_NR, first,    \
-                              ep ? &e : NULL, NULL, NULL, NULL);                                   \
+                              ep ? &e : NULL, t == 0 ? pf : NULL, NULL, NULL);                     \
       if (e.bias_n) e.bias_n += AOTC_SGEMM_NR;                                                     \
       if (e.residual) e.residual += AOTC_SGEMM_NR;                                                 \
     }                                                                                              \
