@@ -104,7 +104,7 @@ def test_exact_mode_stays_nchw():
 
 
 def test_large_planes_stay_nchw():
-    model = mobilenet_like(batch=1, size=112)   # its last blocks at 56x56
+    model = mobilenet_like(batch=1, size=224)   # its last blocks at 112x112
     sess = aotc.compile(model)
     assert _channels_last(sess) == 0
 

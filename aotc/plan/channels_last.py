@@ -9,7 +9,10 @@ lanes, a pointwise conv is one GEMM with pixels as rows, stored as computed
 the pointwise ones 0.82-0.98x the time of their NCHW kernels (96 -> 576 at 14x14 201 us
 against 220, 160 -> 960 at 7x7 139 against 163), the depthwise ones 0.39-0.85x (384
 channels at 14x14 27 us against 51). On larger planes NCHW stays ahead (16 -> 96 at
-112x112 596 us against 517).
+112x112 596 us against 517). On a Xeon, with its 56x56 chains NHWC too, MobileNetV2
+took 0.964-0.969x the time at two threads and 0.989-1.004x at one (benchmarks/builds.py
+--model, paired); with its 112x112 ones as well, 0.937-0.949x at two but 1.043-1.047x
+at one.
 
 Candidates are the float32 2-D Conv and FusedConv nodes NhwcConv runs with at most
 MAX_PIXELS pixels in and out. Candidates joined through a value one makes and another
@@ -30,7 +33,7 @@ from ..ops.nhwc_conv import NCHW_AXES, NHWC_AXES, kind_of
 from ..passes.graph_tools import consumers, fresh_name
 
 CHANNELS_LAST = "channels-last"
-MAX_PIXELS = 28 * 28
+MAX_PIXELS = 56 * 56
 GLOBAL_POOLS = ("GlobalAveragePool", "GlobalMaxPool")   # NHWC kernels in ops/pool.py
 
 
