@@ -331,7 +331,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
     }
   }
   /* (each step, of one of the tile's rows in turn, the line AOTC_SGEMM_A_AHEAD columns
-   * on: a row's line lasts 16 steps) */
+   * on: a row's line lasts 16 steps, and a tile has at most 16 rows on every path) */
   if (pf && pf->a_ahead && aks == 1) {
     for (; k < kc - AOTC_SGEMM_A_AHEAD; k++) {
       if ((k & 15) < rows) AOTC_PREFETCH_L2(a + (k & 15) * ars + AOTC_SGEMM_A_AHEAD);

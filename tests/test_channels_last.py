@@ -103,6 +103,18 @@ def test_exact_mode_stays_nchw():
     np.testing.assert_allclose(sess.run(feeds)["y"], run_ort(model, feeds)["y"], **TOL)
 
 
+@pytest.mark.parametrize("size, nhwc", [(56, 13), (112, 4)])
+def test_chains_go_nhwc_on_planes_up_to_56x56(size, nhwc):
+    """At size 56 every conv but the stem (its input at 112x112) is in the chain; at 112
+    only the last block's three and the last 1x1 conv: the stride-2 depthwise conv reads
+    a 112x112 plane, and the 1x1 projection after it enters the chain narrowing."""
+    model = mobilenet_like(batch=1, size=size)
+    sess = aotc.compile(model)
+    assert _channels_last(sess) == nhwc
+    feeds = {"x": random((1, 3, 2 * size, 2 * size), seed=3)}
+    np.testing.assert_allclose(sess.run(feeds)["y"], run_ort(model, feeds)["y"], **TOL)
+
+
 def test_large_planes_stay_nchw():
     model = mobilenet_like(batch=1, size=224)   # its last blocks at 112x112
     sess = aotc.compile(model)
