@@ -1,9 +1,11 @@
-/* aotc runtime: 3x3 stride-1 convolution by Winograd's F(2x2, 3x3), fp32, fast mode.
+/* aotc runtime: 3x3 stride-1 convolution by Winograd's F(m x m, 3x3), m = 2 or 4,
+ * fp32, fast mode.
  *
- * Each 2x2 block of output pixels (a tile) comes from a 4x4 patch of the input,
- * d, and each 3x3 kernel g, as Y = A^T [(G g G^T) .* (B^T d B)] A: 16 products per
- * tile and channel pair where the direct sum takes 36. The 16 elementwise products,
- * summed over input channels, are 16 matrix products U[e] (Cout x Cin, the weights
+ * Each m x m block of output pixels (a tile) comes from an (m + 2) x (m + 2) patch of
+ * the input, d, and each 3x3 kernel g, as Y = A^T [(G g G^T) .* (B^T d B)] A: 16
+ * products per 2x2 tile and channel pair where the direct sum takes 36, or 36 per 4x4
+ * tile where it takes 144. The (m + 2)^2 elementwise products (the terms), summed over
+ * input channels, are as many matrix products U[e] (Cout x Cin, the weights
  * transformed at compile time: aotc/ops/conv.py) times V[e] (Cin x tiles, the input
  * transformed here, straight into the GEMM's packed-B layout); the output transform
  * then adds the bias, the residual and the activation. An image's tiles (row by row)
@@ -12,7 +14,7 @@
  * lane with its own scratch: the whole conv is one dispatch (a dispatch per transform
  * and product cost ResNet-50 7% at two threads). A conv of one block (one image, its
  * tiles in one block: the weights are read once) goes in three dispatches instead, so
- * that threads share it: the input transform by channels, the 16 products in `lanes`
+ * that threads share it: the input transform by channels, the products in `lanes`
  * runs of terms, each with its own GEMM scratch, the output transform by channels.
  * A tile's sums depend neither on its block nor on its lane, so neither do the results. The sums are not the direct
  * kernels' (their rounding differs by a few ulps of the largest term), so exact mode
@@ -21,7 +23,13 @@
  * onnxruntime's direct kernel and within 8% of it in aotc's: only fewer multiplies
  * beat that.
  *
- *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   A^T = [1 1 1 0; 0 1 -1 -1] */
+ * F(4x4, 3x3) rounds more: within 1e-5 of the direct sum over 256 channels of random
+ * data, where F(2x2, 3x3) stays within 2e-6.
+ *
+ * F(2x2, 3x3):  B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   A^T = [1 1 1 0; 0 1 -1 -1]
+ * F(4x4, 3x3):  B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0;
+ *                      0 2 -1 -2 1 0; 0 4 0 -5 0 1]
+ *               A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1] */
 #ifndef AOTC_CONV_WINOGRAD_H_
 #define AOTC_CONV_WINOGRAD_H_
 
@@ -31,50 +39,55 @@
 #include "aotc_gemm.h"
 #include "aotc_conv.h"
 
-/* `u`: the transformed weights [16][Cout][Cin]; `block`: tiles per block, a multiple
- * of AOTC_SGEMM_NR; `residual`: NULL, or a tensor shaped as y (it may be y itself)
- * added before `act`. The conv: one group, 2-D, 3x3, stride 1, no dilation. Scratch:
- * aotc_conv_winograd_scratch_bytes(g, block, lanes). */
-AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t block, int64_t lanes,
-                                       const float *x, const float *u, const float *bias,
+/* `m`: the tile's side, 2 or 4; `u`: the transformed weights [(m + 2)^2][Cout][Cin];
+ * `block`: tiles per block, a multiple of AOTC_SGEMM_NR; `residual`: NULL, or a tensor
+ * shaped as y (it may be y itself) added before `act`. The conv: one group, 2-D, 3x3,
+ * stride 1, no dilation. Scratch: aotc_conv_winograd_scratch_bytes(g, m, block, lanes). */
+AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t m, int64_t block,
+                                       int64_t lanes, const float *x, const float *u, const float *bias,
                                        const float *residual, float *y, const aotc_activation *act,
                                        unsigned char *scratch);
 
 #ifndef AOTC_ENGINE_EXTERN
 
+/* The terms of F(m x m, 3x3): one per element of the (m + 2) x (m + 2) patch. */
+AOTC_FN int64_t aotc_conv_winograd_terms_(int64_t m) { return (m + 2) * (m + 2); }
+
 /* Floats from one term's operand (V or M: channels x block) to the next: a cache line
- * more than the operand, so that the 16 terms of a tile, written or read together by
+ * more than the operand, so that the terms of a tile, written or read together by
  * the transforms, do not lie a multiple of 4 KiB apart and share an L1 set (64 -> 64
  * at 56x56: the transforms took 0.65-0.75x the time). */
 AOTC_FN int64_t aotc_conv_winograd_plane_(int64_t channels, int64_t block) {
   return channels * block + 64 / (int64_t)sizeof(float);
 }
 
-/* Bytes of 16 channels x block operands (V or M) in a lane's scratch, 64-byte aligned. */
-AOTC_FN size_t aotc_conv_winograd_part_bytes_(int64_t channels, int64_t block) {
-  return aotc_conv_round64_((size_t)(16 * aotc_conv_winograd_plane_(channels, block)) * sizeof(float));
+/* Bytes of `terms` channels x block operands (V or M) in a lane's scratch, 64-byte
+ * aligned. */
+AOTC_FN size_t aotc_conv_winograd_part_bytes_(int64_t terms, int64_t channels, int64_t block) {
+  return aotc_conv_round64_((size_t)(terms * aotc_conv_winograd_plane_(channels, block)) * sizeof(float));
 }
 
-/* A lane's scratch: V (16 packed Cin x block operands), M (16 Cout x block ones), each
- * term aotc_conv_winograd_plane_ floats after the last, then the products' own scratch. */
-AOTC_FN size_t aotc_conv_winograd_lane_bytes(int64_t cin, int64_t cout, int64_t block) {
-  return aotc_conv_winograd_part_bytes_(cin, block) + aotc_conv_winograd_part_bytes_(cout, block) +
+/* A lane's scratch: V (the terms' packed Cin x block operands), M (their Cout x block
+ * ones), each term aotc_conv_winograd_plane_ floats after the last, then the products'
+ * own scratch. */
+AOTC_FN size_t aotc_conv_winograd_lane_bytes(int64_t terms, int64_t cin, int64_t cout, int64_t block) {
+  return aotc_conv_winograd_part_bytes_(terms, cin, block) + aotc_conv_winograd_part_bytes_(terms, cout, block) +
          aotc_sgemm_packed_scratch_bytes(cout, block, cin);
 }
 
-/* Whether the conv is one block: one image, all its tiles in `block`. */
-AOTC_FN int aotc_conv_winograd_one_block_(const aotc_conv_geom *g, int64_t block) {
-  return g->batch == 1 && ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2) <= block;
+/* Whether the conv is one block: one image, all its m x m tiles in `block`. */
+AOTC_FN int aotc_conv_winograd_one_block_(const aotc_conv_geom *g, int64_t m, int64_t block) {
+  return g->batch == 1 && ((g->out[1] + m - 1) / m) * ((g->out[2] + m - 1) / m) <= block;
 }
 
 /* The conv's scratch: a lane's for each lane, or for a conv of one block its V and M
  * once and the products' scratch for each lane. */
-AOTC_FN size_t aotc_conv_winograd_scratch_bytes(const aotc_conv_geom *g, int64_t block, int64_t lanes) {
-  const int64_t cin = g->cin_g, cout = g->cout_g;
-  if (aotc_conv_winograd_one_block_(g, block))
-    return aotc_conv_winograd_part_bytes_(cin, block) + aotc_conv_winograd_part_bytes_(cout, block) +
+AOTC_FN size_t aotc_conv_winograd_scratch_bytes(const aotc_conv_geom *g, int64_t m, int64_t block, int64_t lanes) {
+  const int64_t cin = g->cin_g, cout = g->cout_g, terms = aotc_conv_winograd_terms_(m);
+  if (aotc_conv_winograd_one_block_(g, m, block))
+    return aotc_conv_winograd_part_bytes_(terms, cin, block) + aotc_conv_winograd_part_bytes_(terms, cout, block) +
            (size_t)lanes * aotc_sgemm_packed_scratch_bytes(cout, block, cin);
-  return (size_t)lanes * aotc_conv_winograd_lane_bytes(cin, cout, block);
+  return (size_t)lanes * aotc_conv_winograd_lane_bytes(terms, cin, cout, block);
 }
 
 typedef struct {
@@ -83,6 +96,7 @@ typedef struct {
   float *y;
   const aotc_activation *act;
   unsigned char *scratch;
+  int64_t m, terms;   /* the tile's side; the terms, (m + 2)^2 */
   int64_t block, lanes, rows, cols, blocks_per_image, blocks;
 } aotc_conv_winograd_args_;
 
@@ -154,14 +168,109 @@ AOTC_INLINE_ALWAYS void aotc_conv_winograd_input16_(const aotc_conv_geom *g, con
 }
 #endif
 
-/* Input channel c of image n over a strip's runs: B^T d B of each patch into row c of
- * the strip's panels in V (`v`: the strip's panel of e = 0 at the K-block of c, `plane`
- * floats to the next e; columns past the runs 0). On AVX-512 16 tiles at a time, one
- * to a lane (a third of the time of the loops below, which the compiler left half
- * scalar); elsewhere the patch rows are combined first (whole rows, d's columns side by
- * side), then the columns, from the row's even and odd columns apart so that every
- * loop is contiguous. */
-AOTC_FN void aotc_conv_winograd_input_(const aotc_conv_geom *g, const float *x, int64_t n, int64_t c,
+/* F(4x4, 3x3)'s B^T times a column of six values, x[k xs] (k < 6), into r[k rs]. */
+AOTC_INLINE_ALWAYS void aotc_conv_winograd_bt4_(const float *x, int64_t xs, float *r, int64_t rs) {
+  const float a = x[4 * xs] - 4.0f * x[2 * xs], b = x[3 * xs] - 4.0f * x[xs];
+  const float c = x[4 * xs] - x[2 * xs], d = 2.0f * (x[3 * xs] - x[xs]);
+  r[0] = 4.0f * (x[0] - x[2 * xs]) + c;
+  r[rs] = a + b;
+  r[2 * rs] = a - b;
+  r[3 * rs] = c + d;
+  r[4 * rs] = c - d;
+  r[5 * rs] = 4.0f * (x[xs] - x[3 * xs]) + (x[5 * xs] - x[3 * xs]);
+}
+
+#if defined(AOTC_SGEMM_PATH_AVX512)
+/* The same, six vectors into r. */
+AOTC_INLINE_ALWAYS void aotc_conv_winograd_bt4v_(const __m512 *x, __m512 *r) {
+  const __m512 four = _mm512_set1_ps(4.0f);
+  const __m512 a = _mm512_fnmadd_ps(four, x[2], x[4]), b = _mm512_fnmadd_ps(four, x[1], x[3]);
+  const __m512 c = _mm512_sub_ps(x[4], x[2]), d = _mm512_add_ps(_mm512_sub_ps(x[3], x[1]), _mm512_sub_ps(x[3], x[1]));
+  r[0] = _mm512_fmadd_ps(four, _mm512_sub_ps(x[0], x[2]), c);
+  r[1] = _mm512_add_ps(a, b);
+  r[2] = _mm512_sub_ps(a, b);
+  r[3] = _mm512_add_ps(c, d);
+  r[4] = _mm512_sub_ps(c, d);
+  r[5] = _mm512_fmadd_ps(four, _mm512_sub_ps(x[1], x[3]), _mm512_sub_ps(x[5], x[3]));
+}
+
+AOTC_INLINE_ALWAYS __m512 aotc_conv_next_lanes_(__m512 hi, __m512 lo) {   /* lo[1..15], hi[0] */
+  return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), 1));
+}
+
+/* F(4x4, 3x3): n <= 16 tiles of tile row ty from tile column tx on, one to a lane, of
+ * plane xc. Column j of a patch row is the row's floats 4 t + j: for j < 4 picked from
+ * four loads of 16 (columns outside X and rows outside are 0), for j = 4 and 5 the
+ * next tile's columns 0 and 1, with a fifth load's first two floats in lane 15. Each
+ * patch row times B, then B^T times each column of that, into v + e * plane. */
+AOTC_INLINE_ALWAYS void aotc_conv_winograd_input4x16_(const aotc_conv_geom *g, const float *xc, int64_t ty,
+                                                      int64_t tx, int64_t n, float *v, int64_t plane) {
+  const int64_t in_h = g->in[1], in_w = g->in[2], c0 = 4 * tx - g->pad[2];
+  const __m512i fours = _mm512_slli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2);
+  const __mmask16 out = aotc_v_mask_(n);
+  __m512 w[6][6];   /* w[i][j]: (d B)[i][j] of each lane's tile */
+  int i, j, q;
+  for (i = 0; i < 6; i++) {
+    const int64_t iy = 4 * ty - g->pad[1] + i;
+    __m512 d[6], l[5];
+    if (iy < 0 || iy >= in_h) {
+      for (j = 0; j < 6; j++) w[i][j] = _mm512_setzero_ps();
+      continue;
+    }
+    for (q = 0; q < 5; q++) {
+      const int64_t c = c0 + 16 * q;
+      l[q] = _mm512_maskz_loadu_ps(aotc_conv_lane_mask_(-c, in_w - c), xc + iy * in_w + c);
+    }
+    for (j = 0; j < 4; j++) {   /* lanes 0-7 from floats 0-31, lanes 8-15 from 32-63 */
+      const __m512i at = _mm512_and_si512(_mm512_add_epi32(fours, _mm512_set1_epi32(j)), _mm512_set1_epi32(31));
+      d[j] = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(l[0], at, l[1]),
+                                  _mm512_permutex2var_ps(l[2], at, l[3]));
+    }
+    d[4] = aotc_conv_next_lanes_(l[4], d[0]);
+    d[5] = aotc_conv_next_lanes_(aotc_conv_next_lanes_(l[4], l[4]), d[1]);
+    aotc_conv_winograd_bt4v_(d, w[i]);
+  }
+  for (j = 0; j < 6; j++) {
+    __m512 col[6], r[6];
+    for (i = 0; i < 6; i++) col[i] = w[i][j];
+    aotc_conv_winograd_bt4v_(col, r);
+    for (i = 0; i < 6; i++) _mm512_mask_storeu_ps(v + (6 * i + j) * plane, out, r[i]);
+  }
+}
+#else
+/* F(4x4, 3x3) over one run of `cols` tiles (row ty, from column tx0), into v + e * plane
+ * from column 0: the patch rows combined first (whole rows, B^T d), then each tile's
+ * six columns of them. */
+AOTC_FN void aotc_conv_winograd_input4_run_(const aotc_conv_geom *g, const float *xc, int64_t ty, int64_t tx0,
+                                            int64_t cols, float *v, int64_t plane) {
+  enum { W = 4 * AOTC_SGEMM_NR + 2 };
+  const int64_t in_h = g->in[1], in_w = g->in[2], width = 4 * cols + 2, s = 4 * tx0 - g->pad[2];
+  const int64_t lo = AOTC_MIN(AOTC_MAX(-s, 0), width), hi = AOTC_MAX(AOTC_MIN(in_w - s, width), lo);
+  float r[6][W], t[6][W], e[36];
+  int64_t i, j, tx;
+  for (i = 0; i < 6; i++) {   /* the patch rows: columns [lo, hi) from X, 0 elsewhere */
+    const int64_t iy = 4 * ty - g->pad[1] + i;
+    for (j = 0; j < width; j++) r[i][j] = 0.0f;
+    if (iy >= 0 && iy < in_h && hi > lo)
+      memcpy(&r[i][lo], xc + iy * in_w + s + lo, (size_t)(hi - lo) * sizeof(float));
+  }
+  for (j = 0; j < width; j++) aotc_conv_winograd_bt4_(&r[0][j], W, &t[0][j], W);   /* B^T d */
+  for (tx = 0; tx < cols; tx++)
+    for (i = 0; i < 6; i++) {   /* (B^T d) B: row i of the 6x6 result, e = 6 i + 0..5 */
+      aotc_conv_winograd_bt4_(&t[i][4 * tx], 1, e, 1);
+      for (j = 0; j < 6; j++) v[(6 * i + j) * plane + tx] = e[j];
+    }
+}
+#endif
+
+/* Input channel c of image n over a strip's runs of m x m tiles: B^T d B of each patch
+ * into row c of the strip's panels in V (`v`: the strip's panel of e = 0 at the K-block
+ * of c, `plane` floats to the next e; columns past the runs 0). On AVX-512 16 tiles at
+ * a time, one to a lane (a third of the time of the loops below, which the compiler left
+ * half scalar); elsewhere the patch rows are combined first (whole rows, d's columns side
+ * by side), then the columns, for F(2x2) from the row's even and odd columns apart so
+ * that every loop is contiguous. */
+AOTC_FN void aotc_conv_winograd_input_(const aotc_conv_geom *g, int64_t m, const float *x, int64_t n, int64_t c,
                                        const aotc_conv_winograd_run_ *runs, int nruns, float *v,
                                        int64_t plane) {
   enum { NR = AOTC_SGEMM_NR };
@@ -176,11 +285,18 @@ AOTC_FN void aotc_conv_winograd_input_(const aotc_conv_geom *g, const float *x, 
   for (k = 0; k < nruns; k++) {
     const aotc_conv_winograd_run_ *run = &runs[k];
     const int64_t cols = run->tx1 - run->tx0;
+    used = run->at % NR + cols;
 #if defined(AOTC_SGEMM_PATH_AVX512)
-    for (tx = 0; tx < cols; tx += 16)
-      aotc_conv_winograd_input16_(g, xc, run->ty, run->tx0 + tx, AOTC_MIN(16, cols - tx),
-                                  v + run->at % NR + tx, plane);
+    for (tx = 0; tx < cols; tx += 16) {
+      const int64_t count = AOTC_MIN(16, cols - tx);
+      if (m == 4) aotc_conv_winograd_input4x16_(g, xc, run->ty, run->tx0 + tx, count, v + run->at % NR + tx, plane);
+      else aotc_conv_winograd_input16_(g, xc, run->ty, run->tx0 + tx, count, v + run->at % NR + tx, plane);
+    }
 #else
+    if (m == 4) {
+      aotc_conv_winograd_input4_run_(g, xc, run->ty, run->tx0, cols, v + run->at % NR, plane);
+      continue;
+    }
     const int64_t width = 2 * cols + 2, s = 2 * run->tx0 - g->pad[2];
     const int64_t lo = AOTC_MIN(AOTC_MAX(-s, 0), width), hi = AOTC_MAX(AOTC_MIN(in_w - s, width), lo);
     for (i = 0; i < 4; i++) {   /* the patch rows: columns [lo, hi) from X, 0 elsewhere */
@@ -209,9 +325,8 @@ AOTC_FN void aotc_conv_winograd_input_(const aotc_conv_geom *g, const float *x, 
       }
     }
 #endif
-    used = run->at % NR + cols;
   }
-  for (e = 0; e < 16; e++)
+  for (e = 0; e < aotc_conv_winograd_terms_(m); e++)
     for (tx = used; tx < NR; tx++) v[e * plane + tx] = 0.0f;
 }
 
@@ -252,6 +367,97 @@ AOTC_INLINE_ALWAYS void aotc_conv_winograd_output16_(const aotc_conv_winograd_ar
 }
 #endif
 
+/* F(4x4, 3x3)'s A^T times a column of six values, m[k ms] (k < 6), into o[k os] (k < 4). */
+AOTC_INLINE_ALWAYS void aotc_conv_winograd_at4_(const float *m, int64_t ms, float *o, int64_t os) {
+  const float s12 = m[ms] + m[2 * ms], d12 = m[ms] - m[2 * ms];
+  const float s34 = m[3 * ms] + m[4 * ms], d34 = m[3 * ms] - m[4 * ms];
+  o[0] = m[0] + s12 + s34;
+  o[os] = d12 + 2.0f * d34;
+  o[2 * os] = s12 + 4.0f * s34;
+  o[3 * os] = d12 + 8.0f * d34 + m[5 * ms];
+}
+
+#if defined(AOTC_SGEMM_PATH_AVX512)
+/* The same, six vectors into four. */
+AOTC_INLINE_ALWAYS void aotc_conv_winograd_at4v_(const __m512 *m, __m512 *o) {
+  const __m512 s12 = _mm512_add_ps(m[1], m[2]), d12 = _mm512_sub_ps(m[1], m[2]);
+  const __m512 s34 = _mm512_add_ps(m[3], m[4]), d34 = _mm512_sub_ps(m[3], m[4]);
+  o[0] = _mm512_add_ps(_mm512_add_ps(m[0], s12), s34);
+  o[1] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), d34, d12);
+  o[2] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), s34, s12);
+  o[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), d34, d12), m[5]);
+}
+
+/* F(4x4, 3x3): n <= 16 tiles of output channel o's tile row ty from tile column tx on,
+ * one to a lane (`m`: their products of e = 0, `plane` floats to the next e): A^T m A
+ * in registers, + bias, each output row's four columns interleaved into 64 floats (two
+ * rounds of pairs) and stored with the residual and the activation. */
+AOTC_INLINE_ALWAYS void aotc_conv_winograd_output4x16_(const aotc_conv_winograd_args_ *a, int64_t n, int64_t o,
+                                                       int64_t ty, int64_t tx, int64_t count, const float *m,
+                                                       int64_t plane) {
+  static const int32_t pairs[2][16] AOTC_ALIGNED(64) = {   /* a[t], b[t] for t in 0-7, or 8-15 */
+      {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23},
+      {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31}};
+  static const int32_t quads[2][16] AOTC_ALIGNED(64) = {   /* pairs t of a, then of b, t in 0-3 or 4-7 */
+      {0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23},
+      {8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31}};
+  const aotc_conv_geom *g = a->g;
+  const int64_t oh_n = g->out[1], ow_n = g->out[2], x0 = 4 * tx, width = AOTC_MIN(4 * count, ow_n - x0);
+  const __m512 bias = _mm512_set1_ps(a->bias ? a->bias[o] : 0.0f);
+  const __mmask16 in = aotc_v_mask_(count);
+  __m512 s[4][6];
+  int i, j, h, q;
+  for (j = 0; j < 6; j++) {   /* A^T m: column j of the 4x6 result */
+    __m512 col[6], r[4];
+    for (i = 0; i < 6; i++) col[i] = _mm512_maskz_loadu_ps(in, m + (6 * i + j) * plane);
+    aotc_conv_winograd_at4v_(col, r);
+    for (i = 0; i < 4; i++) s[i][j] = r[i];
+  }
+  for (i = 0; i < 4 && 4 * ty + i < oh_n; i++) {   /* (A^T m) A, row i of the 4x4 */
+    const int64_t at = ((n * g->cout_g + o) * oh_n + 4 * ty + i) * ow_n + x0;
+    const float *res = a->residual ? a->residual + at : NULL;
+    __m512 r[4], ab[2][2];
+    aotc_conv_winograd_at4v_(s[i], r);
+    for (j = 0; j < 4; j++) r[j] = _mm512_add_ps(r[j], bias);
+    for (h = 0; h < 2; h++) {   /* ab[0][h]: columns 0 and 1 of tiles 8h..8h+7, ab[1][h]: 2 and 3 */
+      const __m512i pick = _mm512_load_si512((const void *)pairs[h]);
+      ab[0][h] = _mm512_permutex2var_ps(r[0], pick, r[1]);
+      ab[1][h] = _mm512_permutex2var_ps(r[2], pick, r[3]);
+    }
+    for (q = 0; q < 4 && 16 * q < width; q++) {   /* floats 16q.. of the row: tiles 4q..4q+3 */
+      const __m512i pick = _mm512_load_si512((const void *)quads[q % 2]);
+      const __m512 run = _mm512_permutex2var_ps(ab[0][q / 2], pick, ab[1][q / 2]);
+      aotc_conv_store_run_(a->y + at + 16 * q, run, res ? res + 16 * q : NULL, AOTC_MIN(16, width - 16 * q),
+                           a->act);
+    }
+  }
+}
+#else
+/* F(4x4, 3x3) over one run of `cols` tiles (row ty, from column tx0) of output channel
+ * o (`mo`: their products of e = 0, `plane` floats to the next e): A^T m A, + bias,
+ * + residual, then the activation, row by row into Y. */
+AOTC_FN void aotc_conv_winograd_output4_run_(const aotc_conv_winograd_args_ *a, int64_t n, int64_t o, int64_t ty,
+                                             int64_t tx0, int64_t cols, const float *mo, int64_t plane) {
+  enum { W = 4 * AOTC_SGEMM_NR };
+  const aotc_conv_geom *g = a->g;
+  const int64_t oh_n = g->out[1], ow_n = g->out[2], x0 = 4 * tx0, width = AOTC_MIN(4 * cols, ow_n - x0);
+  const float bias = a->bias ? a->bias[o] : 0.0f;
+  float p[4][W], e[36], s[24];
+  int64_t i, j, tx;
+  for (tx = 0; tx < cols; tx++) {
+    for (j = 0; j < 36; j++) e[j] = mo[j * plane + tx];
+    for (j = 0; j < 6; j++) aotc_conv_winograd_at4_(&e[j], 6, &s[j], 6);   /* A^T m, 4x6 */
+    for (i = 0; i < 4; i++) aotc_conv_winograd_at4_(&s[6 * i], 1, &p[i][4 * tx], 1);   /* (A^T m) A */
+  }
+  for (i = 0; i < 4 && 4 * ty + i < oh_n; i++) {
+    const int64_t at = ((n * g->cout_g + o) * oh_n + 4 * ty + i) * ow_n + x0;
+    float *yr = a->y + at;
+    for (j = 0; j < width; j++) yr[j] = p[i][j] + bias + (a->residual ? a->residual[at + j] : 0.0f);
+    aotc_activation_apply(a->act, yr, width);
+  }
+}
+#endif
+
 /* Output channel o of image n over a strip's runs: A^T m A of each tile, + bias,
  * + residual, then the activation, into Y (`m`: M of e = 0). On AVX-512 16 tiles at a
  * time, one to a lane. */
@@ -273,9 +479,16 @@ AOTC_FN void aotc_conv_winograd_output_(const aotc_conv_winograd_args_ *a, int64
     const float *mo = m + o * a->block + run->at;
 #if defined(AOTC_SGEMM_PATH_AVX512)
     int64_t tx;
-    for (tx = 0; tx < cols; tx += 16)
-      aotc_conv_winograd_output16_(a, n, o, run->ty, run->tx0 + tx, AOTC_MIN(16, cols - tx), mo + tx, plane);
+    for (tx = 0; tx < cols; tx += 16) {
+      const int64_t count = AOTC_MIN(16, cols - tx);
+      if (a->m == 4) aotc_conv_winograd_output4x16_(a, n, o, run->ty, run->tx0 + tx, count, mo + tx, plane);
+      else aotc_conv_winograd_output16_(a, n, o, run->ty, run->tx0 + tx, count, mo + tx, plane);
+    }
 #else
+    if (a->m == 4) {
+      aotc_conv_winograd_output4_run_(a, n, o, run->ty, run->tx0, cols, mo, plane);
+      continue;
+    }
     const int64_t x0 = 2 * run->tx0, width = AOTC_MIN(2 * cols, ow_n - x0);
     for (j = 0; j < 4; j++) {   /* A^T m: column j of the 2x4 result */
       const float *m0 = mo + j * plane, *m1 = m0 + 4 * plane, *m2 = m1 + 4 * plane, *m3 = m2 + 4 * plane;
@@ -326,7 +539,7 @@ AOTC_FN void aotc_conv_winograd_inputs_(const aotc_conv_winograd_args_ *a, int64
     const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, t0 + s * NR, s * NR, runs);
     for (c = c0; c < c1; c++) {
       const int64_t pc = c / AOTC_SGEMM_KC * AOTC_SGEMM_KC;
-      aotc_conv_winograd_input_(a->g, a->x, n, c, runs, nruns,
+      aotc_conv_winograd_input_(a->g, a->m, a->x, n, c, runs, nruns,
                                 v + aotc_sgemm_packed_strip_(strips, cin, pc, s) + (c - pc) * NR,
                                 aotc_conv_winograd_plane_(cin, a->block));
     }
@@ -353,16 +566,16 @@ AOTC_FN void aotc_conv_winograd_outputs_(const aotc_conv_winograd_args_ *a, int6
 AOTC_FN void aotc_conv_winograd_lane_(void *arg, int64_t l) {
   const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
   const int64_t cin = a->g->cin_g, cout = a->g->cout_g, block = a->block;
-  const size_t v_bytes = aotc_conv_winograd_part_bytes_(cin, block);
-  const size_t m_bytes = aotc_conv_winograd_part_bytes_(cout, block);
-  unsigned char *scratch = a->scratch + (size_t)l * aotc_conv_winograd_lane_bytes(cin, cout, block);
+  const size_t v_bytes = aotc_conv_winograd_part_bytes_(a->terms, cin, block);
+  const size_t m_bytes = aotc_conv_winograd_part_bytes_(a->terms, cout, block);
+  unsigned char *scratch = a->scratch + (size_t)l * aotc_conv_winograd_lane_bytes(a->terms, cin, cout, block);
   float *v = (float *)(void *)scratch, *m = (float *)(void *)(scratch + v_bytes);
   int64_t b;
   for (b = a->blocks * l / a->lanes; b < a->blocks * (l + 1) / a->lanes; b++) {
     const int64_t n = b / a->blocks_per_image, t0 = b % a->blocks_per_image * block;
     const int64_t tiles = AOTC_MIN(block, a->rows * a->cols - t0);
     aotc_conv_winograd_inputs_(a, n, t0, tiles, 0, cin, v);
-    aotc_conv_winograd_products_(cout, cin, block, tiles, 0, 16, a->u, v, m, scratch + v_bytes + m_bytes);
+    aotc_conv_winograd_products_(cout, cin, block, tiles, 0, a->terms, a->u, v, m, scratch + v_bytes + m_bytes);
     aotc_conv_winograd_outputs_(a, n, t0, tiles, 0, cout, m);
   }
 }
@@ -373,7 +586,7 @@ AOTC_FN void aotc_conv_winograd_lane_(void *arg, int64_t l) {
 #define AOTC_CONV_WINOGRAD_CHANNELS 16
 
 AOTC_FN float *aotc_conv_winograd_m_(const aotc_conv_winograd_args_ *a) {
-  return (float *)(void *)(a->scratch + aotc_conv_winograd_part_bytes_(a->g->cin_g, a->block));
+  return (float *)(void *)(a->scratch + aotc_conv_winograd_part_bytes_(a->terms, a->g->cin_g, a->block));
 }
 
 AOTC_FN void aotc_conv_winograd_input_task_(void *arg, int64_t t) {
@@ -386,10 +599,11 @@ AOTC_FN void aotc_conv_winograd_products_task_(void *arg, int64_t l) {
   const aotc_conv_winograd_args_ *a = (const aotc_conv_winograd_args_ *)arg;
   const int64_t cin = a->g->cin_g, cout = a->g->cout_g, block = a->block;
   float *m = aotc_conv_winograd_m_(a);
-  unsigned char *gemm_scratch = (unsigned char *)m + aotc_conv_winograd_part_bytes_(cout, block) +
+  unsigned char *gemm_scratch = (unsigned char *)m + aotc_conv_winograd_part_bytes_(a->terms, cout, block) +
                                 (size_t)l * aotc_sgemm_packed_scratch_bytes(cout, block, cin);
-  aotc_conv_winograd_products_(cout, cin, block, a->rows * a->cols, 16 * l / a->lanes, 16 * (l + 1) / a->lanes,
-                               a->u, (const float *)(void *)a->scratch, m, gemm_scratch);
+  aotc_conv_winograd_products_(cout, cin, block, a->rows * a->cols, a->terms * l / a->lanes,
+                               a->terms * (l + 1) / a->lanes, a->u, (const float *)(void *)a->scratch, m,
+                               gemm_scratch);
 }
 
 AOTC_FN void aotc_conv_winograd_output_task_(void *arg, int64_t t) {
@@ -398,17 +612,17 @@ AOTC_FN void aotc_conv_winograd_output_task_(void *arg, int64_t t) {
   aotc_conv_winograd_outputs_(a, 0, 0, a->rows * a->cols, o0, o1, aotc_conv_winograd_m_(a));
 }
 
-AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t block, int64_t lanes,
-                                       const float *x, const float *u, const float *bias,
+AOTC_ENGINE_FN void aotc_conv_winograd(aotc_pool *pool, const aotc_conv_geom *g, int64_t m, int64_t block,
+                                       int64_t lanes, const float *x, const float *u, const float *bias,
                                        const float *residual, float *y, const aotc_activation *act,
                                        unsigned char *scratch) {
-  const int64_t rows = (g->out[1] + 1) / 2, cols = (g->out[2] + 1) / 2;
+  const int64_t rows = (g->out[1] + m - 1) / m, cols = (g->out[2] + m - 1) / m;
   const int64_t blocks_per_image = (rows * cols + block - 1) / block;
   aotc_conv_winograd_args_ a = {.g = g, .x = x, .u = u, .bias = bias, .residual = residual, .y = y,
-                                .act = act, .scratch = scratch, .block = block, .lanes = lanes,
-                                .rows = rows, .cols = cols, .blocks_per_image = blocks_per_image,
-                                .blocks = g->batch * blocks_per_image};
-  if (aotc_conv_winograd_one_block_(g, block)) {
+                                .act = act, .scratch = scratch, .m = m, .terms = aotc_conv_winograd_terms_(m),
+                                .block = block, .lanes = lanes, .rows = rows, .cols = cols,
+                                .blocks_per_image = blocks_per_image, .blocks = g->batch * blocks_per_image};
+  if (aotc_conv_winograd_one_block_(g, m, block)) {
     const int64_t c = AOTC_CONV_WINOGRAD_CHANNELS;
     aotc_parallel_for(pool, (g->cin_g + c - 1) / c, aotc_conv_winograd_input_task_, &a);
     aotc_parallel_for(pool, lanes, aotc_conv_winograd_products_task_, &a);

@@ -8,8 +8,9 @@ The kernel is chosen here by the shape (runtime_c/aotc_conv.h):
 - "direct" when every group has one input channel (depthwise);
 - "winograd" in fast mode for 3x3 stride-1 undilated 2-D convs of one group with
   weights known here, enough channels and output tiles (WINOGRAD_*): Winograd's
-  F(2x2, 3x3), 16 multiplies per 2x2 outputs where the direct sum takes 36, the
-  weights transformed here (runtime_c/aotc_conv_winograd.h);
+  F(2x2, 3x3), 16 multiplies per 2x2 outputs where the direct sum takes 36, or on
+  larger planes F(4x4, 3x3), 36 per 4x4 outputs, the weights transformed here
+  (runtime_c/aotc_conv_winograd.h);
 - "pixels" for undilated 2-D convs whose weights are known here and fit
   PIXELS_MAX_WEIGHT_BYTES, wider than 1x1 or 1x1 ones that "rows" would take with one
   K-block, but for strided ones that "rows" takes: tiles of output pixels read the
@@ -51,37 +52,40 @@ ROWS_WEIGHT_RATIO = 1.0           # see ConvGeometry.rows_pay_off
 # implicit and rows kernels; past it (the 14x14 and 7x7 stages, 2.4 and 9.4 MB) 1.03-1.26x.
 PIXELS_MAX_WEIGHT_BYTES = 1 << 20
 PIXELS_1X1_MIN_WIDTH = 14      # output columns: whole tiles of 14 pixels on AVX-512
-WINOGRAD_TERM_BYTES = 16 * 4   # per channel pair (weights) or per tile and channel (V, M)
 WINOGRAD_PLANE_PAD_FLOATS = 16  # a cache line after each term's V or M (aotc_conv_winograd_plane_)
 WINOGRAD_MIN_CHANNELS = 32     # input and output channels, each
 WINOGRAD_MIN_TILES = 49        # 2x2 output tiles per image: 14x14 outputs and up
-# The transformed weights (16/9 of the weights) are read again for each block of tiles,
+# The transformed weights (16/9 or 4 times the weights) are read again for each block of tiles,
 # past L2 from L3 or memory: ResNet-50's 256 -> 256 convs at 14x14 (4 MiB) took 0.87x the
 # rows kernel's time in the model at one thread in two blocks, 0.85x at two (and less
 # in one block: WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES). Larger weights are unmeasured.
 WINOGRAD_MAX_WEIGHT_BYTES = 4 << 20
-# Runs of tile blocks (or of the 16 products in a conv of one block), each with its own
+# Runs of tile blocks (or of the products in a conv of one block), each with its own
 # scratch: up to this many threads share a conv.
 WINOGRAD_LANES = 4
 # Transformed weights past this are read once an image: its tiles go in one block, if
 # their transformed input and products take at most WINOGRAD_IMAGE_BLOCK_BYTES.
 # ResNet-50's 256 -> 256 convs at 14x14 (4 MiB of weights, 2 MiB of V and M) took
 # 1766 us at one thread in one block against 1850-1926 in two. Its 128 -> 128 convs at
-# 28x28 (1 MiB, 3.5 MiB of V and M) keep their blocks: in one, the threads share V and
-# M (aotc_conv_winograd_one_block_), and where the host puts the two CPUs on two L3s
-# each conv took 1370-1420 us at two threads against 930 in blocks, the model 0.96x the
-# time; on one L3 the model 1.005x (with memory.py's scratch region). Its 64 -> 64 convs
-# at 56x56 (6.3 MiB of V and M) keep theirs.
+# 28x28 in 2x2 tiles (1 MiB, 3.5 MiB of V and M) kept their blocks: in one, the threads
+# share V and M (aotc_conv_winograd_one_block_), and where the host puts the two CPUs on
+# two L3s each conv took 1370-1420 us at two threads against 930 in blocks, the model
+# 0.96x the time; on one L3 the model 1.005x (with memory.py's scratch region). In 4x4
+# tiles (2.3 MiB, 2.4 MiB of V and M) they go in one: alone, on two L3s, 386 us at two
+# threads against 412-422 in blocks of one or two strips, 741 against 740-787 at one.
+# Its 64 -> 64 convs at 56x56 (4 MiB of V and M in 4x4 tiles) keep their blocks.
 WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES = 512 << 10
 WINOGRAD_IMAGE_BLOCK_BYTES = 3 << 20
-# A block's transformed input and products (WINOGRAD_TERM_BYTES per tile and channel):
+# A block's transformed input and products (4 bytes a term per tile and channel):
 # about half of L2, beside the weights. Whole strips of the GEMM, at most
 # WINOGRAD_MAX_STRIPS: 64 -> 64 at 56x56 took 0.94x the time in blocks of 64 tiles
 # (512 KiB) than of 32, 128 -> 128 at 28x28 1.10x.
 WINOGRAD_BLOCK_BYTES = 512 << 10
 WINOGRAD_MAX_STRIPS = 4
-# G (4x3): the weights' transform of Winograd's F(2x2, 3x3), U = G g G^T
-WINOGRAD_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+# G ((m + 2) x 3): the weights' transform of Winograd's F(m x m, 3x3), U = G g G^T
+WINOGRAD_G = {2: np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]]),
+              4: np.array([[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+                           [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]])}
 
 
 @dataclass(frozen=True)
@@ -154,21 +158,44 @@ class ConvGeometry:
     @property
     def winograd_fits(self):
         """Fast mode, 3x3, stride 1, undilated, 2-D, one group, weights known here, at
-        least WINOGRAD_MIN_CHANNELS in and out and WINOGRAD_MIN_TILES tiles an image,
+        least WINOGRAD_MIN_CHANNELS in and out and WINOGRAD_MIN_TILES 2x2 tiles an image,
         transformed weights of at most WINOGRAD_MAX_WEIGHT_BYTES. (ResNet-50's 7x7 convs,
         16 tiles, stay on the rows kernel.)"""
-        rows, cols = self.winograd_grid
+        rows, cols = self._winograd_grid(2)
         return (not self.exact and self.const_weights and self.group == 1
                 and self.kernel == (1, 3, 3) and self.strides == (1, 1, 1)
                 and all(d == 1 for d in self.dilations) and self.in_dims[0] == self.out_dims[0] == 1
                 and min(self.cin_g, self.cout_g) >= WINOGRAD_MIN_CHANNELS
                 and rows * cols >= WINOGRAD_MIN_TILES
-                and WINOGRAD_TERM_BYTES * self.cin_g * self.cout_g <= WINOGRAD_MAX_WEIGHT_BYTES)
+                and self._winograd_weight_bytes(2) <= WINOGRAD_MAX_WEIGHT_BYTES)
+
+    @property
+    def winograd_tile(self):
+        """The tiles' side m of F(m x m, 3x3): 4 where an image has WINOGRAD_MIN_TILES
+        4x4 tiles and their transformed weights fit WINOGRAD_MAX_WEIGHT_BYTES, else 2.
+        F(4x4) multiplies 36 times per 16 outputs where F(2x2) takes 64: ResNet-50's
+        3x3 convs at 56x56 and 28x28 took 0.6-0.7x the time at one thread. Its tiles at
+        14x14 (16 of them, half a strip of the GEMM's columns) stay 2x2."""
+        rows, cols = self._winograd_grid(4)
+        fits = rows * cols >= WINOGRAD_MIN_TILES and self._winograd_weight_bytes(4) <= WINOGRAD_MAX_WEIGHT_BYTES
+        return 4 if fits else 2
+
+    @property
+    def winograd_terms(self):
+        """The products per tile and channel pair: (m + 2)^2."""
+        return (self.winograd_tile + 2) ** 2
+
+    def _winograd_grid(self, m):
+        """(rows, columns) of an image's m x m output tiles, ragged ones included."""
+        return -(-self.out_dims[1] // m), -(-self.out_dims[2] // m)
+
+    def _winograd_weight_bytes(self, m):
+        return 4 * (m + 2) ** 2 * self.cin_g * self.cout_g
 
     @property
     def winograd_grid(self):
-        """(rows, columns) of an image's 2x2 output tiles, ragged ones included."""
-        return (self.out_dims[1] + 1) // 2, (self.out_dims[2] + 1) // 2
+        """(rows, columns) of an image's output tiles."""
+        return self._winograd_grid(self.winograd_tile)
 
     def winograd_block(self):
         """Tiles per block of aotc_conv_winograd: whole strips of NR, as many as keep its
@@ -179,8 +206,8 @@ class ConvGeometry:
         from .matmul import NR
         rows, cols = self.winograd_grid
         image_strips = -(-rows * cols // NR)
-        operands_per_strip = WINOGRAD_TERM_BYTES * (self.cin_g + self.cout_g) * NR
-        if (WINOGRAD_TERM_BYTES * self.cin_g * self.cout_g > WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES
+        operands_per_strip = 4 * self.winograd_terms * (self.cin_g + self.cout_g) * NR
+        if (self._winograd_weight_bytes(self.winograd_tile) > WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES
                 and image_strips * operands_per_strip <= WINOGRAD_IMAGE_BLOCK_BYTES):
             return NR * image_strips
         fit = WINOGRAD_BLOCK_BYTES // operands_per_strip
@@ -492,7 +519,7 @@ def _f32_scratch(ctx, g):
         return g.pixels_scratch()
     if kind == "winograd":   # aotc_conv_winograd_scratch_bytes
         block = g.winograd_block()
-        v, m = (_align(WINOGRAD_TERM_BYTES * (channels * block + WINOGRAD_PLANE_PAD_FLOATS))
+        v, m = (_align(4 * g.winograd_terms * (channels * block + WINOGRAD_PLANE_PAD_FLOATS))
                 for channels in (g.cin_g, g.cout_g))
         products = sgemm_packed_scratch_bytes(g.cout_g, block, g.cin_g)
         if g.winograd_one_block():
@@ -513,11 +540,12 @@ def pack_weights(g, w):
     return np.concatenate([pack_b(w[grp].T) for grp in range(g.group)])
 
 
-def winograd_weights(w):
-    """W [Cout, Cin, 3, 3] as U [16, Cout, Cin]: G g G^T of each kernel g, element
-    (i, j) of the 4x4 result at e = 4 i + j (computed in double, rounded once)."""
-    u = np.einsum("ia,ocab,jb->ijoc", WINOGRAD_G, np.asarray(w, np.float64), WINOGRAD_G)
-    return np.ascontiguousarray(u.reshape(16, *u.shape[2:]), np.float32)
+def winograd_weights(w, m):
+    """W [Cout, Cin, 3, 3] as U [(m + 2)^2, Cout, Cin] for F(m x m, 3x3): G g G^T of
+    each kernel g, element (i, j) of the result at e = (m + 2) i + j (computed in double,
+    rounded once)."""
+    u = np.einsum("ia,ocab,jb->ijoc", WINOGRAD_G[m], np.asarray(w, np.float64), WINOGRAD_G[m])
+    return np.ascontiguousarray(u.reshape((m + 2) ** 2, *u.shape[2:]), np.float32)
 
 
 def emit_conv(ctx, act="NULL"):
@@ -561,8 +589,8 @@ def _f32_call(ctx, g, x, w, bias, y, act, scratch):
         return (f"aotc_conv_rows({ctx.pool}, {g.c_literal()}, {g.row_tile()}, {x}, {w}, "
                 f"{packed}, {bias}, {residual}, {y}, {act}, {scratch});")
     if kind == "winograd":
-        return (f"aotc_conv_winograd({ctx.pool}, {g.c_literal()}, {g.winograd_block()}, "
-                f"{g.winograd_lanes()}, {x}, {ctx.const(winograd_weights(w))}, "
+        return (f"aotc_conv_winograd({ctx.pool}, {g.c_literal()}, {g.winograd_tile}, {g.winograd_block()}, "
+                f"{g.winograd_lanes()}, {x}, {ctx.const(winograd_weights(w, g.winograd_tile))}, "
                 f"{bias}, {residual}, {y}, {act}, {scratch});")
     if kind == "pixels":
         return (f"aotc_conv_pixels({ctx.pool}, {g.c_literal()}, {x}, {ctx.const(pack_weights(g, w))}, "
