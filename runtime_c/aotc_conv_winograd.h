@@ -514,12 +514,14 @@ AOTC_FN void aotc_conv_winograd_output_(const aotc_conv_winograd_args_ *a, int64
 }
 
 /* A block's products M[e] = U[e] V[e] for terms e in [e0, e1) over its first `tiles`
- * columns (V packed for that many), on this thread (no pool). Where Cin is short of a
- * K-block, the GEMM's tiles are called here as its driver calls them for such a
- * product (panel by panel, a panel's full strips in one run, its rows of U fetched
- * ahead), without the driver's set-up for every product and task of one tile: 64 -> 64
- * at 56x56 (blocks of 32 tiles) took 0.93x the time at one thread, 128 -> 128 at 28x28
- * 0.97x, ResNet-50 0.983x at one thread and 0.975x at two. Not inlined: into the lane,
+ * columns (V packed for that many), on this thread (no pool). Where Cin is one K-block,
+ * the GEMM's tiles are called here as its driver calls them for a shorter K (panel by
+ * panel, a panel's full strips in one run, its rows of U fetched ahead), without the
+ * driver's set-up for every product and task of one tile: 64 -> 64 at 56x56 (blocks of
+ * 32 tiles) took 0.93x the time at one thread, 128 -> 128 at 28x28 0.97x, ResNet-50
+ * 0.983x at one thread and 0.975x at two. With K = 256 the driver goes strip by strip;
+ * panel by panel here, each panel of U is read once for the block's strips: 256 -> 256
+ * at 14x14 took 0.92x the time at one thread and 0.93x at two. Not inlined: into the lane,
  * GCC followed the driver's packing of B (never taken: V comes packed) and warned of a
  * loop it could not bound. */
 AOTC_NOINLINE void aotc_conv_winograd_products_(int64_t cout, int64_t cin, int64_t block, int64_t tiles,
@@ -527,7 +529,7 @@ AOTC_NOINLINE void aotc_conv_winograd_products_(int64_t cout, int64_t cin, int64
                                                 float *m, unsigned char *scratch) {
   enum { NR = AOTC_SGEMM_NR };
   int64_t e;
-  if (cin < AOTC_SGEMM_KC) {
+  if (cin <= AOTC_SGEMM_KC) {
     const aotc_sgemm_prefetch_ ahead = {NULL, 0, 0, 1};
     const int64_t panels = aotc_sgemm_panels_(cout), full = tiles / NR, ragged = tiles % NR;
     const int64_t vplane = aotc_conv_winograd_plane_(cin, block), mplane = aotc_conv_winograd_plane_(cout, block);
