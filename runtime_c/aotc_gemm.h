@@ -144,10 +144,14 @@ AOTC_FN int aotc_sgemm_may_pack_a_(int64_t M, int64_t N) {
  * K-block by K-block (AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS), BERT-base's 768 -> 768
  * products packed took the model 0.945x the time at one thread and 0.941x at two, the
  * 784-1024-1024-10 MLP at 64 rows 0.972x, 128 x 768 x 768 alone 0.989x, ResNet-50 and
- * MobileNetV2 within 1%). A transposed A is otherwise read in place too, its tile's
+ * MobileNetV2 within 1%). From K = 256 on: ResNet-50's 256 -> 64 and 256 -> 128
+ * pointwise convs at 56x56 (W as A, 64 or 128 KiB a K-block, past L1 beside the strip
+ * read in place from X) took 0.94x and 0.95x the time alone at one thread, 0.95x at
+ * two (C driver: 140 -> 156-160 GFLOP/s with X out of cache); at K = 128 packing
+ * gained nothing. A transposed A is otherwise read in place too, its tile's
  * rows side by side in each of its rows: the pack cost ResNet-50's 1024 -> 256
  * pointwise conv at 14x14 (X^T as A) 12% more. */
-#define AOTC_SGEMM_PACK_A_LONG_K 512
+#define AOTC_SGEMM_PACK_A_LONG_K 256
 #define AOTC_SGEMM_PACK_A_MANY_N 512
 AOTC_FN int aotc_sgemm_packs_a_(int64_t M, int64_t N, int64_t K, int64_t lda) {
   return aotc_sgemm_may_pack_a_(M, N) &&
