@@ -56,6 +56,15 @@ typedef struct aotc_conv_geom {
 
 AOTC_FN int64_t aotc_conv_volume_(const int64_t *dims) { return dims[0] * dims[1] * dims[2]; }
 
+/* 1x1, stride 1, unpadded: X itself is what the kernels would unfold or copy (the rows
+ * kernel's transposed A, the pixels kernel's phase planes). */
+AOTC_FN int aotc_conv_reads_x_(const aotc_conv_geom *g) {
+  int d;
+  for (d = 0; d < 3; d++)
+    if (g->kernel[d] != 1 || g->stride[d] != 1 || g->pad[d] != 0 || g->in[d] != g->out[d]) return 0;
+  return 1;
+}
+
 /* Where group grp of image n starts in X, and in Y (and a residual laid out as Y). */
 AOTC_FN int64_t aotc_conv_x_at_(const aotc_conv_geom *g, int64_t n, int64_t grp) {
   return (n * g->group + grp) * g->cin_g * aotc_conv_volume_(g->in);
@@ -1625,7 +1634,8 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
  * pixels is a run of consecutive floats of a phase plane (the implicit kernel's,
  * koff[k] from each pixel's place), broadcast one by one against the strip's row k.
  * So nothing is unfolded (the rows kernel's cost) and no tile computes the columns
- * past the output (the implicit kernel's). Pixel groups take each K-block of a strip in
+ * past the output (the implicit kernel's). A 1x1 stride-1 unpadded conv's one phase
+ * plane per channel is X's plane: it reads X itself, with no copy and no dispatch for it. Pixel groups take each K-block of a strip in
  * turn, AOTC_CONV_PIXELS_CHUNK at a time, their sums between blocks in a buffer on the
  * stack; the last block's tile is transposed in registers and stored as runs of the
  * output channels' rows, bias, residual and activation on the way. In ResNet-50 its
@@ -1636,6 +1646,7 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
 
 typedef struct {
   aotc_conv_implicit_args_ ph;   /* the phase planes: g, x, xp, sy, sx, hq, wq */
+  const float *planes;     /* where the taps are read: ph.xp, or X itself (aotc_conv_reads_x_) */
   const int64_t *koff;     /* tap k of a pixel reads its place in the planes + koff[k] */
   const float *w;          /* this group's W^T, packed */
   const float *bias;       /* NULL, or this group's */
@@ -1769,7 +1780,7 @@ AOTC_FN void aotc_conv_pixels_task_(void *arg, int64_t t) {
         for (gi = gc; gi < AOTC_MIN(gc + AOTC_CONV_PIXELS_CHUNK, g1); gi++) {
           int64_t oh, ow0, rows;
           aotc_conv_pixels_group_(a, gi, &oh, &ow0, &rows);
-          tiles[rows - 1](a, a->ph.xp + oh * a->ph.wq + ow0, s, pc,
+          tiles[rows - 1](a, a->planes + oh * a->ph.wq + ow0, s, pc,
                           sums + (gi - gc) * AOTC_SGEMM_MR * AOTC_SGEMM_NR, oh * g->out[2] + ow0);
         }
 }
@@ -1797,7 +1808,7 @@ AOTC_NOINLINE void aotc_conv_pixels_vector_(const aotc_conv_pixels_args_ *a, int
   const aotc_conv_geom *g = a->ph.g;
   const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], out_px = g->out[1] * g->out[2];
   const int64_t c0 = 16 * h, cols = AOTC_MIN(16, g->cout_g - c0), pixel = oh * g->out[2] + ow0;
-  const float *AOTC_RESTRICT src = a->ph.xp + oh * a->ph.wq + ow0;
+  const float *AOTC_RESTRICT src = a->planes + oh * a->ph.wq + ow0;
   const float *AOTC_RESTRICT w = a->w + aotc_sgemm_packed_strip_(a->strips, K, 0, c0 / AOTC_SGEMM_NR) +
                                  c0 % AOTC_SGEMM_NR;
   const __mmask16 m = aotc_v_mask_(n);
@@ -1859,24 +1870,29 @@ AOTC_FN void aotc_conv_pixels_split_(const aotc_conv_geom *g, aotc_conv_pixels_a
   a->group_tasks = aotc_sgemm_div_up_(a->groups, a->groups_per_task);
 }
 
+/* Bytes of the phase planes the kernel copies X into: none where it reads X itself. */
+AOTC_FN size_t aotc_conv_pixels_planes_bytes_(const aotc_conv_geom *g, const aotc_conv_implicit_args_ *a) {
+  return aotc_conv_reads_x_(g) ? 0 : aotc_conv_implicit_bytes_(aotc_conv_planes_floats_(g, a));
+}
+
 /* Scratch: the phase planes, then the K tap offsets; each 64-byte aligned. */
 AOTC_FN size_t aotc_conv_pixels_scratch_bytes(const aotc_conv_geom *g) {
   aotc_conv_implicit_args_ a;
   aotc_conv_implicit_shape_(g, &a);
-  return aotc_conv_implicit_bytes_(aotc_conv_planes_floats_(g, &a)) +
-         aotc_conv_implicit_bytes_(2 * g->cin_g * g->kernel[1] * g->kernel[2]);
+  return aotc_conv_pixels_planes_bytes_(g, &a) + aotc_conv_implicit_bytes_(2 * g->cin_g * g->kernel[1] * g->kernel[2]);
 }
 
 AOTC_ENGINE_FN void aotc_conv_pixels(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
                                      const float *w, const float *bias, const float *residual,
                                      float *y, const aotc_activation *act, unsigned char *scratch) {
+  const int reads_x = aotc_conv_reads_x_(g);   /* its one phase plane per channel is X's */
   aotc_conv_pixels_args_ a;
   int64_t n, grp, *koff;
   memset(&a, 0, sizeof a);
   aotc_conv_implicit_shape_(g, &a.ph);
   a.ph.g = g;
   a.ph.xp = (float *)(void *)scratch;
-  koff = (int64_t *)(void *)(scratch + aotc_conv_implicit_bytes_(aotc_conv_planes_floats_(g, &a.ph)));
+  koff = (int64_t *)(void *)(scratch + aotc_conv_pixels_planes_bytes_(g, &a.ph));
   aotc_conv_tap_offsets_(g, &a.ph, koff);
   a.koff = koff;
   a.act = act;
@@ -1888,7 +1904,8 @@ AOTC_ENGINE_FN void aotc_conv_pixels(aotc_pool *pool, const aotc_conv_geom *g, c
       a.residual = residual ? residual + aotc_conv_y_at_(g, n, grp) : NULL;
       a.w = w + grp * aotc_sgemm_packed_b_floats(g->cout_g, g->cin_g * g->kernel[1] * g->kernel[2]);
       a.bias = bias ? bias + grp * g->cout_g : NULL;
-      aotc_parallel_for(pool, aotc_conv_phase_tasks_(g, &a.ph), aotc_conv_phases_task_, &a.ph);
+      a.planes = reads_x ? a.ph.x : a.ph.xp;
+      if (!reads_x) aotc_parallel_for(pool, aotc_conv_phase_tasks_(g, &a.ph), aotc_conv_phases_task_, &a.ph);
 #if defined(AOTC_SGEMM_PATH_AVX512)
       if (aotc_conv_pixels_vectors_fit_(g)) {
         aotc_parallel_for(pool, aotc_sgemm_div_up_(g->out[1], aotc_conv_pixels_vector_rows_(g)),
@@ -2060,14 +2077,6 @@ AOTC_FN void aotc_conv_store_tile_(const void *ctx, const float *c, int64_t ldc,
   }
 }
 
-/* 1x1, stride 1, unpadded: X itself is the (transposed) A operand. */
-AOTC_FN int aotc_conv_rows_reads_x_(const aotc_conv_geom *g) {
-  int d;
-  for (d = 0; d < 3; d++)
-    if (g->kernel[d] != 1 || g->stride[d] != 1 || g->pad[d] != 0 || g->in[d] != g->out[d]) return 0;
-  return 1;
-}
-
 AOTC_FN size_t aotc_conv_round64_(size_t n) { return (n + 63u) / 64u * 64u; }
 
 AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int64_t tile,
@@ -2076,7 +2085,7 @@ AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int
                                    unsigned char *scratch) {
   int64_t in_px = aotc_conv_volume_(g->in), out_px = aotc_conv_volume_(g->out);
   int64_t k = g->cin_g * aotc_conv_volume_(g->kernel), n, grp;
-  int reads_x = aotc_conv_rows_reads_x_(g);
+  int reads_x = aotc_conv_reads_x_(g);
   float *ctile = (float *)(void *)scratch;
   size_t ctile_bytes = aotc_conv_round64_((size_t)(tile * g->cout_g) * sizeof(float));
   int by_panel = aotc_conv_rows_unfold_panels_(g);

@@ -673,7 +673,8 @@ def test_simd_kernels_run_clean_under_sanitizers(tmp_path, pixels, request):
     Register and stored activations, odd pads, stride 2 with phase planes wider than the
     output too, planes smaller than a vector; clean under AddressSanitizer and UBSan.
     The other sanitizer tests build the generic path. The 2-D convs go to the pixels
-    kernel (its masked loads and stores of runs of pixels), or else to the rows one."""
+    kernel (its masked loads and stores of runs of pixels; the 1x1 ones read X itself),
+    or else to the rows one."""
     from aotc import build
     if not pixels:
         request.getfixturevalue("without_pixels_kernel")
@@ -692,7 +693,9 @@ def test_simd_kernels_run_clean_under_sanitizers(tmp_path, pixels, request):
               ((1, 64, 7, 7), (8, 64, 3, 3), dict(pads=[1, 0, 0, 1], strides=[2, 2]), "Tanh"),
               ((1, 64, 4, 5), (24, 64, 3, 3), dict(pads=[1, 1, 0, 0]), "Clip"),   # rows
               ((1, 64, 7, 9), (24, 64, 1, 1), dict(pads=[1, 1, 0, 0], strides=[2, 2]), "Clip"),   # stored
-              ((1, 8, 9, 11), (16, 8, 1, 1), dict(pads=[0, 1, 1, 0], strides=[2, 2]), "Relu")]   # 1x1 GEMM
+              ((1, 8, 9, 11), (16, 8, 1, 1), dict(pads=[0, 1, 1, 0], strides=[2, 2]), "Relu"),   # 1x1 GEMM
+              ((1, 64, 3, 15), (24, 64, 1, 1), dict(), "Relu"),    # pixels: X itself, by vectors
+              ((1, 64, 3, 15), (80, 64, 1, 1), dict(), "Clip")]    # pixels: X itself, by tiles
     nodes, inits, outputs = [], {}, []
     for i, (x_shape, w_shape, attrs, act) in enumerate(cases):
         inits[f"w{i}"], inits[f"b{i}"] = random(w_shape, seed=i), random((w_shape[0],), seed=10 + i)

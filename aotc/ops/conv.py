@@ -253,8 +253,9 @@ class ConvGeometry:
         return planes + _align(4 * sums) + _align(8 * self.k)
 
     def pixels_scratch(self):
-        """aotc_conv_pixels_scratch_bytes: the phase planes, then the tap offsets."""
-        return self._phase_planes()[0] + _align(8 * self.k)
+        """aotc_conv_pixels_scratch_bytes: the phase planes (none where X itself is
+        read), then the tap offsets."""
+        return (0 if self.reads_x else self._phase_planes()[0]) + _align(8 * self.k)
 
     def rows_pay_off(self):
         """Pixels as GEMM rows (weights packed at compile time, the output transposed
