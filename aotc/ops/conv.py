@@ -54,7 +54,8 @@ PIXELS_MAX_WEIGHT_BYTES = 1 << 20
 PIXELS_1X1_MIN_WIDTH = 14      # output columns: whole tiles of 14 pixels on AVX-512
 WINOGRAD_PLANE_PAD_FLOATS = 16  # a cache line after each term's V or M (aotc_conv_winograd_plane_)
 WINOGRAD_MIN_CHANNELS = 32     # input and output channels, each
-WINOGRAD_MIN_TILES = 49        # 2x2 output tiles per image: 14x14 outputs and up
+WINOGRAD_MIN_TILES = 49        # output tiles per image: 14x14 outputs and up (2x2 tiles),
+                               # 28x28 and up for 4x4 tiles
 # The transformed weights (16/9 or 4 times the weights) are read again for each block of tiles,
 # past L2 from L3 or memory: ResNet-50's 256 -> 256 convs at 14x14 (4 MiB) took 0.87x the
 # rows kernel's time in the model at one thread in two blocks, 0.85x at two (and less
@@ -174,7 +175,8 @@ class ConvGeometry:
         """The tiles' side m of F(m x m, 3x3): 4 where an image has WINOGRAD_MIN_TILES
         4x4 tiles and their transformed weights fit WINOGRAD_MAX_WEIGHT_BYTES, else 2.
         F(4x4) multiplies 36 times per 16 outputs where F(2x2) takes 64: ResNet-50's
-        3x3 convs at 56x56 and 28x28 took 0.6-0.7x the time at one thread. Its tiles at
+        64 -> 64 conv at 56x56 alone took 0.64x the time at one thread, and in the model
+        its 3x3 convs at 56x56 and 28x28 0.76-0.88x (ResNet-50 0.975x). Its tiles at
         14x14 (16 of them, half a strip of the GEMM's columns) stay 2x2."""
         rows, cols = self._winograd_grid(4)
         fits = rows * cols >= WINOGRAD_MIN_TILES and self._winograd_weight_bytes(4) <= WINOGRAD_MAX_WEIGHT_BYTES
