@@ -533,7 +533,7 @@ AOTC_NOINLINE void aotc_conv_winograd_products_(int64_t cout, int64_t cin, int64
     const aotc_sgemm_prefetch_ ahead = {NULL, 0, 0, 1};
     const int64_t panels = aotc_sgemm_panels_(cout), full = tiles / NR, ragged = tiles % NR;
     const int64_t vplane = aotc_conv_winograd_plane_(cin, block), mplane = aotc_conv_winograd_plane_(cout, block);
-    int64_t p, i, rows, next, next_rows, r;
+    int64_t p, i, rows, next, next_rows;
     for (e = e0; e < e1; e++)
       for (p = 0; p < panels; p++) {
         const float *a = u + e * cout * cin, *b = v + e * vplane;
@@ -542,11 +542,9 @@ AOTC_NOINLINE void aotc_conv_winograd_products_(int64_t cout, int64_t cin, int64
         /* the first AOTC_SGEMM_A_AHEAD columns of the next panel's rows (or of the next
          * term's first), into L2; the tiles fetch the rest as they go */
         aotc_sgemm_panel_(cout, 1, (p + 1) % panels, &next, &next_rows);
-        for (r = 0; e + (p + 1) / panels < e1 && r < next_rows; r++) {
-          const float *row = a + (p + 1 == panels ? cout * cin : 0) + (next + r) * cin;
-          int64_t k;
-          for (k = 0; k < AOTC_MIN(cin, AOTC_SGEMM_A_AHEAD); k += 16) AOTC_PREFETCH_L2(row + k);
-        }
+        if (e + (p + 1) / panels < e1)
+          aotc_sgemm_prefetch_a_rows_(a + (p + 1 == panels ? cout * cin : 0) + next * cin, cin, next_rows,
+                                      AOTC_MIN(cin, AOTC_SGEMM_A_AHEAD));
         if (full > 0)
           aotc_sgemm_tile_run_for_(rows)(cin, a + i * cin, cin, 1, b, NR, cin * NR, c + i * block, block, full, 1,
                                          NULL, &ahead);

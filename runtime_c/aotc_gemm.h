@@ -439,9 +439,16 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
  * the next K-block after its last), fetched into L2; of a single K-block only the first
  * AOTC_SGEMM_A_AHEAD columns, the panel's first tile fetching the rest. The tiles' 14 row
  * streams outran the hardware's prefetch: 3136 x 64 x 576 (A in L3) 195 -> 209 GFLOP/s. */
+/* The first `cols` floats of `rows` rows of a row-major A (lda apart) into L2. */
+AOTC_FN void aotc_sgemm_prefetch_a_rows_(const float *a, int64_t lda, int64_t rows, int64_t cols) {
+  int64_t r, k;
+  for (r = 0; r < rows; r++)
+    for (k = 0; k < cols; k += 16) AOTC_PREFETCH_L2(a + r * lda + k);
+}
+
 AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
                                              int64_t p, int64_t pc, int64_t kc) {
-  int64_t i, rows, r, k;
+  int64_t i, rows;
   if (p + 1 < blk->p0 + blk->np) {
     p++;
   } else {
@@ -451,8 +458,7 @@ AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aot
   }
   aotc_sgemm_panel_(j->M, j->even_panels, p, &i, &rows);
   if (kc <= AOTC_SGEMM_KC) kc = AOTC_MIN(kc, AOTC_SGEMM_A_AHEAD);
-  for (r = 0; r < rows; r++)
-    for (k = 0; k < kc; k += 16) AOTC_PREFETCH_L2(j->A + (i + r) * j->lda + pc + k);
+  aotc_sgemm_prefetch_a_rows_(j->A + i * j->lda + pc, j->lda, rows, kc);
 }
 
 /* Whether each tile of the block runs over all of K at once (aotc_sgemm_kseg_) rather
