@@ -1674,13 +1674,44 @@ AOTC_FN void aotc_conv_pixels_group_(const aotc_conv_pixels_args_ *a, int64_t gi
   *rows = (j + 1) * ow_n / a->per_row - *ow0;
 }
 
+/* What a tile fetches of the next tile's inputs: `count` of its K-block's rows (one per
+ * step), each `rows` floats at src + off[k]. */
+typedef struct {
+  const float *src;
+  const int64_t *off;
+  int64_t count, rows;
+} aotc_conv_pixels_next_;
+
+/* For the tile of group gi (of the chunk from gc, groups below g1) over the K-block from
+ * pc: the inputs of the task's next tile, which it reads first on the task's first strip
+ * (the strips after it find them in L2): the chunk's next group, else the chunk's first
+ * group over the next K-block, else the next chunk's first group. Each row of a group is
+ * up to 14 floats of one input channel, a channel's plane apart from the next: no stream
+ * the hardware's prefetch follows (as the rows kernel's X^T: aotc_sgemm_next_a_rows_). */
+AOTC_FN void aotc_conv_pixels_next_at_(const aotc_conv_pixels_args_ *a, int64_t gi, int64_t gc, int64_t g1,
+                                       int64_t pc, aotc_conv_pixels_next_ *next) {
+  const aotc_conv_geom *g = a->ph.g;
+  const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], kc = AOTC_MIN(AOTC_SGEMM_KC, K - pc);
+  int64_t oh, ow0;
+  next->count = 0;
+  if (gi + 1 < AOTC_MIN(gc + AOTC_CONV_PIXELS_CHUNK, g1)) gi++;
+  else if (pc + kc < K) gi = gc, pc += kc;
+  else if (gc + AOTC_CONV_PIXELS_CHUNK < g1) gi = gc + AOTC_CONV_PIXELS_CHUNK, pc = 0;
+  else return;
+  aotc_conv_pixels_group_(a, gi, &oh, &ow0, &next->rows);
+  next->src = a->planes + oh * a->ph.wq + ow0;
+  next->off = a->koff + pc;
+  next->count = AOTC_MIN(kc, AOTC_MIN(AOTC_SGEMM_KC, K - pc));
+}
+
 /* The tile of `rows` pixels over the K-block from pc of strip s: pixel i's inputs at
  * src + koff[k] + i. It starts from its sums (rows x 32) but on the first K-block,
  * leaves them there but on the last, which stores output channels 32 s.. from output
  * pixel `pixel` on. */
 AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_conv_pixels_args_ *a,
                                                     const float *AOTC_RESTRICT src, int64_t s, int64_t pc,
-                                                    float *AOTC_RESTRICT sums, int64_t pixel) {
+                                                    float *AOTC_RESTRICT sums, int64_t pixel,
+                                                    const aotc_conv_pixels_next_ *next) {
   const aotc_conv_geom *g = a->ph.g;
   const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], out_px = g->out[1] * g->out[2];
   const int64_t c0 = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, g->cout_g - c0);
@@ -1703,18 +1734,27 @@ AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_c
    * 0.90-0.95, a 3x3 at 56x56 0.97-1.00; MobileNetV2 0.987). */
   if (pc + kc == K && pixel + rows < out_px)
     for (c = 0; c < cols; c++) AOTC_PREFETCH_W(a->y + (c0 + c) * out_px + pixel + rows + rows - 1);
-  for (k = 0; k < kc; k++, b += AOTC_SGEMM_NR) {   /* a ragged strip's padding: +0 weights */
-    const float *at = src + off[k];
-    aotc_v_ bv[AOTC_NV];
-    AOTC_UNROLL(32)
-    for (v = 0; v < AOTC_NV; v++) bv[v] = AOTC_V_LOAD(b + v * AOTC_VW);
-    AOTC_UNROLL(16)
-    for (i = 0; i < rows; i++) {
-      const aotc_v_ av = AOTC_V_SET1(at[i]);
-      AOTC_UNROLL(32)
-      for (v = 0; v < AOTC_NV; v++) acc[i][v] = AOTC_V_MADD(av, bv[v], acc[i][v]);
-    }
+#define AOTC_CONV_PIXELS_STEP_()                                                  \
+  do {                                                                            \
+    const float *at = src + off[k];                                               \
+    aotc_v_ bv[AOTC_NV];                                                          \
+    AOTC_UNROLL(32)                                                               \
+    for (v = 0; v < AOTC_NV; v++) bv[v] = AOTC_V_LOAD(b + v * AOTC_VW);           \
+    AOTC_UNROLL(16)                                                               \
+    for (i = 0; i < rows; i++) {                                                  \
+      const aotc_v_ av = AOTC_V_SET1(at[i]);                                      \
+      AOTC_UNROLL(32)                                                             \
+      for (v = 0; v < AOTC_NV; v++) acc[i][v] = AOTC_V_MADD(av, bv[v], acc[i][v]); \
+    }                                                                             \
+  } while (0)
+  /* the first next->count steps each fetch a row of the next tile's inputs (a ragged
+   * strip's padding: +0 weights) */
+  for (k = 0; k < next->count; k++, b += AOTC_SGEMM_NR) {
+    AOTC_CONV_PIXELS_STEP_();
+    AOTC_PREFETCH_L2_SPAN(next->src + next->off[k], next->rows);
   }
+  for (; k < kc; k++, b += AOTC_SGEMM_NR) AOTC_CONV_PIXELS_STEP_();
+#undef AOTC_CONV_PIXELS_STEP_
   /* the sums kept for the next K-block (and, off AVX-512, for the store below) */
   if (pc + kc < K || !AOTC_CONV_PIXELS_STORES_FROM_REGISTERS) {
     AOTC_UNROLL(16)
@@ -1752,11 +1792,13 @@ AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_c
 }
 
 typedef void (*aotc_conv_pixels_tile_fn_)(const aotc_conv_pixels_args_ *a, const float *src, int64_t s,
-                                          int64_t pc, float *sums, int64_t pixel);
+                                          int64_t pc, float *sums, int64_t pixel,
+                                          const aotc_conv_pixels_next_ *next);
 #define AOTC_CONV_PIXELS_TILE_(R)                                                                  \
   AOTC_NOINLINE void aotc_conv_pixels_tile_##R##_(const aotc_conv_pixels_args_ *a, const float *src, \
-                                                   int64_t s, int64_t pc, float *sums, int64_t pixel) { \
-    aotc_conv_pixels_tile_body_(R, a, src, s, pc, sums, pixel);                                    \
+                                                   int64_t s, int64_t pc, float *sums, int64_t pixel, \
+                                                   const aotc_conv_pixels_next_ *next) {            \
+    aotc_conv_pixels_tile_body_(R, a, src, s, pc, sums, pixel, next);                              \
   }
 AOTC_SGEMM_EACH_ROWS_(AOTC_CONV_PIXELS_TILE_)
 #define AOTC_CONV_PIXELS_TILE_NAME_(R) aotc_conv_pixels_tile_##R##_,
@@ -1779,9 +1821,11 @@ AOTC_FN void aotc_conv_pixels_task_(void *arg, int64_t t) {
       for (pc = 0; pc < K; pc += AOTC_SGEMM_KC)
         for (gi = gc; gi < AOTC_MIN(gc + AOTC_CONV_PIXELS_CHUNK, g1); gi++) {
           int64_t oh, ow0, rows;
+          aotc_conv_pixels_next_ next;
+          aotc_conv_pixels_next_at_(a, gi, gc, g1, pc, &next);
           aotc_conv_pixels_group_(a, gi, &oh, &ow0, &rows);
           tiles[rows - 1](a, a->planes + oh * a->ph.wq + ow0, s, pc,
-                          sums + (gi - gc) * AOTC_SGEMM_MR * AOTC_SGEMM_NR, oh * g->out[2] + ow0);
+                          sums + (gi - gc) * AOTC_SGEMM_MR * AOTC_SGEMM_NR, oh * g->out[2] + ow0, &next);
         }
 }
 

@@ -201,11 +201,15 @@ AOTC_INLINE_ALWAYS aotc_v_ aotc_sgemm_act_v_(aotc_v_ x, int act, aotc_v_ lo, aot
 /* Rows k < count of a strip of B that a later tile reads, at p + k * step: fetched into
  * L2 while this tile computes, so that weights streamed from memory arrive in time.
  * And a_ahead: the tile is the first of its panel's tiles on a row-major A read in
- * place (panel by panel), so it fetches its rows ahead (AOTC_SGEMM_A_AHEAD). */
+ * place (panel by panel), so it fetches its rows ahead (AOTC_SGEMM_A_AHEAD). And
+ * a_next (or NULL): a_count rows of a_width floats, a_step apart, of a transposed A read
+ * in place that a later tile reads first (aotc_sgemm_next_a_rows_). */
 typedef struct {
   const float *p;
   int64_t step, count;
   int a_ahead;
+  const float *a_next;
+  int64_t a_step, a_count, a_width;
 } aotc_sgemm_prefetch_;
 
 /* The K-blocks a tile goes on to after its first, in order, ended by one with kc = 0:
@@ -227,6 +231,8 @@ typedef struct {
 #define AOTC_PREFETCH_L1(p) ((void)(p))
 #define AOTC_PREFETCH_W(p) ((void)(p))
 #endif
+/* The lines (one or two) of n <= 16 floats from p, into L2. */
+#define AOTC_PREFETCH_L2_SPAN(p, n) (AOTC_PREFETCH_L2(p), AOTC_PREFETCH_L2((p) + (n) - 1))
 
 /* The 32 floats (two lines) of each of `rows` rows, `ld` apart, into L1, to be
  * written or read. */
@@ -318,7 +324,13 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
    * every fourth step: 140-144, 133-137, 172-177); in builds.py --model at one thread,
    * ResNet-50 took 0.937x and 0.975x the time, BERT-base 0.982x, the MLP at 64 rows
    * 0.978x; at two, ResNet-50 1.000x, BERT-base 0.990x. */
-  if (pf && 4 * pf->count <= kc) {
+  if (pf && pf->a_next && 4 * pf->count <= kc) {   /* the same, and a row of A's a step */
+    for (k = 0; k < kc; k++) {
+      AOTC_SGEMM_TILE_STEP_();
+      if (!(k & 1) && k < 4 * pf->count) AOTC_PREFETCH_L2(pf->p + (k >> 2) * pf->step + ((k >> 1) & 1) * 16);
+      if (k < pf->a_count) AOTC_PREFETCH_L2_SPAN(pf->a_next + k * pf->a_step, pf->a_width);
+    }
+  } else if (pf && 4 * pf->count <= kc) {
     for (k = 0; k < 4 * pf->count; k++) {
       AOTC_SGEMM_TILE_STEP_();
       if (!(k & 1)) AOTC_PREFETCH_L2(pf->p + (k >> 2) * pf->step + ((k >> 1) & 1) * 16);
