@@ -1972,12 +1972,15 @@ AOTC_ENGINE_FN void aotc_conv_pixels(aotc_pool *pool, const aotc_conv_geom *g, c
  * X itself as A transposed): where the pixels are at least the output channels, the
  * GEMM unfolds each panel (one K-block of its rows) right before the tiles that read
  * it, so it goes to them through L1 and the unfolded matrix is never stored (ResNet-50's
- * 28x28 3x3 conv and stride-2 56x56 one 5% and 9% faster; its 14x14 and 7x7 3x3 convs
- * 1-6% faster, with their panels made once each and the weights' next strip fetched
- * while a panel passes the current one: aotc_gemm.h). A strided 1x1 conv with fewer
- * pixels than channels unfolds the whole tile into scratch first: its unfolded matrix
- * is only X subsampled, and made per panel ResNet-50's 1024 -> 2048 one took 1.03x the
- * time. The tile's product [tile, Cout_g] lands in scratch with bias and activation
+ * 28x28 3x3 conv and stride-2 56x56 one 5% and 9% faster). With fewer pixels than
+ * channels the whole tile is unfolded into scratch first, and the GEMM's tasks are
+ * strips of channels over all its pixels, so the weights come from memory once: made
+ * panel by panel, the tasks were the few panels (a GEMM task that makes A makes each of
+ * its panels once more), each reading all the weights. ResNet-50's 3x3 convs at 7x7
+ * (4 panels, 9.4 MB of weights) took 2.10-2.29 ms each at one thread so, 1.75-1.90
+ * stored, and the model 0.954x the time at one thread, 0.965x at two; its 1024 -> 2048
+ * strided 1x1 conv, made per panel, had taken 1.03x the time. The tile's product
+ * [tile, Cout_g] lands in scratch with bias and activation
  * applied, each GEMM tile of it stored transposed into Y (NCHW) as soon as it is done,
  * adding the residual first when there is one (then the activation runs at the store,
  * after the add). */
@@ -1992,7 +1995,7 @@ typedef struct {
 
 /* Whether the rows kernel's GEMM unfolds each panel as it goes (see above). */
 AOTC_FN int aotc_conv_rows_unfold_panels_(const aotc_conv_geom *g) {
-  return aotc_conv_volume_(g->out) >= g->cout_g || aotc_conv_volume_(g->kernel) > 1;
+  return aotc_conv_volume_(g->out) >= g->cout_g;
 }
 
 /* For each of `count` input channels (in_plane apart in src, dst_step apart in dst):

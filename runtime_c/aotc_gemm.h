@@ -419,7 +419,8 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_next_residual_(const aotc_sgemm_job_
  * the last. Panel by panel, nothing: B is in cache there, and short tiles lost 5-8%;
  * except a made A's block of one panel, whose order is the strip-by-strip one and
  * whose B (a deep conv's weights) comes from L3 once for each panel (ResNet-50's 3x3
- * conv at 7x7: 1.18x the time of the stored unfold without the fetch, 0.99x with it). */
+ * conv at 7x7, when it made its panels: 1.18x the time without the fetch, 0.99x with
+ * it, against its unfold stored with the tasks then cut by panels too). */
 AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
                                                      int64_t pc, int64_t kc, int64_t u) {
   int64_t next_s = blk->s0 + u / blk->np + 1, next_pc = pc, part = u % blk->np, next_kc, k0, k1;

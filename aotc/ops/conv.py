@@ -271,11 +271,9 @@ class ConvGeometry:
     @property
     def stores_unfolded_tile(self):
         """The rows kernel unfolds a whole pixel tile into scratch before its GEMM: not
-        when it reads X itself, nor with at least as many pixels as output channels or
-        a kernel wider than 1x1, where the GEMM unfolds each panel as it goes
-        (aotc_conv_rows_unfold_panels_)."""
-        return (not self.reads_x and self.out_pixels < self.cout_g
-                and all(d == 1 for d in self.kernel))
+        when it reads X itself, nor with at least as many pixels as output channels,
+        where the GEMM unfolds each panel as it goes (aotc_conv_rows_unfold_panels_)."""
+        return not self.reads_x and self.out_pixels < self.cout_g
 
     def row_tile(self):
         """Output pixels per tile of the rows kernel: all when the product tile (and
