@@ -1883,7 +1883,11 @@ AOTC_FN int64_t aotc_conv_pixels_vector_rows_(const aotc_conv_geom *g) {
 }
 
 /* Task t: its output rows (aotc_conv_pixels_vector_rows_), all their pixels and
- * channels. */
+ * channels; in each row, 16 channels at a time across the row, so that those
+ * channels' weights (K rows of a strip's 16 columns, 9.4 KiB for a 7x7 stem) stay in L1
+ * beside the row's inputs. With every channel at each 16 pixels in turn (the weights of
+ * 64 channels, 38 KiB, beside 19 KiB of inputs), ResNet-50's stem and max pool took
+ * 1.05x the time at one thread and 1.08x at two. */
 AOTC_FN void aotc_conv_pixels_vectors_task_(void *arg, int64_t t) {
   const aotc_conv_pixels_args_ *a = (const aotc_conv_pixels_args_ *)arg;
   const aotc_conv_geom *g = a->ph.g;
@@ -1891,8 +1895,8 @@ AOTC_FN void aotc_conv_pixels_vectors_task_(void *arg, int64_t t) {
   const int64_t r1 = AOTC_MIN((t + 1) * rows, g->out[1]);
   int64_t oh, ow0, h;
   for (oh = t * rows; oh < r1; oh++)
-    for (ow0 = 0; ow0 < ow_n; ow0 += 16)
-      for (h = 0; h < halves; h++) aotc_conv_pixels_vector_(a, oh, ow0, AOTC_MIN(16, ow_n - ow0), h);
+    for (h = 0; h < halves; h++)
+      for (ow0 = 0; ow0 < ow_n; ow0 += 16) aotc_conv_pixels_vector_(a, oh, ow0, AOTC_MIN(16, ow_n - ow0), h);
 }
 #endif
 
