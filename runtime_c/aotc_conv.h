@@ -1635,14 +1635,15 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
  * koff[k] from each pixel's place), broadcast one by one against the strip's row k.
  * So nothing is unfolded (the rows kernel's cost) and no tile computes the columns
  * past the output (the implicit kernel's). A 1x1 stride-1 unpadded conv's one phase
- * plane per channel is X's plane: it reads X itself, with no copy and no dispatch for it. Pixel groups take each K-block of a strip in
- * turn, AOTC_CONV_PIXELS_CHUNK at a time, their sums between blocks in a buffer on the
- * stack; the last block's tile is transposed in registers and stored as runs of the
- * output channels' rows, bias, residual and activation on the way. In ResNet-50 its
- * 3x3 convs at 56x56 and 28x28 took 0.92-0.95x the time of the implicit and rows
- * kernels; with weights past L2 (the 14x14 and 7x7 stages) 1.03-1.26x, so those stay
- * on the rows kernel. Each output is one sum over k in order, then + bias, then + the
- * residual: the bits of the other kernels. */
+ * plane per channel is X's plane: it reads X itself, with no copy and no dispatch for
+ * it. Pixel groups take each K-block of a strip in turn, AOTC_CONV_PIXELS_CHUNK at a
+ * time, their sums between blocks in a buffer on the stack; the last block's tile is
+ * transposed in registers and stored as runs of the output channels' rows, bias,
+ * residual and activation on the way. In ResNet-50 its 3x3 convs at 56x56 and 28x28
+ * took 0.92-0.95x the time of the implicit and rows kernels; with weights past L2 (the
+ * 14x14 and 7x7 stages) 1.03-1.26x, so those stay on the rows kernel. Each output is
+ * one sum over k in order, then + bias, then + the residual: the bits of the other
+ * kernels. */
 
 typedef struct {
   aotc_conv_implicit_args_ ph;   /* the phase planes: g, x, xp, sy, sx, hq, wq */
@@ -1978,16 +1979,15 @@ AOTC_ENGINE_FN void aotc_conv_pixels(aotc_pool *pool, const aotc_conv_geom *g, c
  * it, so it goes to them through L1 and the unfolded matrix is never stored (ResNet-50's
  * 28x28 3x3 conv and stride-2 56x56 one 5% and 9% faster). With fewer pixels than
  * channels the whole tile is unfolded into scratch first, and the GEMM's tasks are
- * strips of channels over all its pixels, so the weights come from memory once: made
+ * strips of channels over all its pixels, so the weights come from memory once. Made
  * panel by panel, the tasks were the few panels (a GEMM task that makes A makes each of
- * its panels once more), each reading all the weights. ResNet-50's 3x3 convs at 7x7
- * (4 panels, 9.4 MB of weights) took 2.10-2.29 ms each at one thread so, 1.75-1.90
- * stored, and the model 0.954x the time at one thread, 0.965x at two; its 1024 -> 2048
- * strided 1x1 conv, made per panel, had taken 1.03x the time. The tile's product
- * [tile, Cout_g] lands in scratch with bias and activation
- * applied, each GEMM tile of it stored transposed into Y (NCHW) as soon as it is done,
- * adding the residual first when there is one (then the activation runs at the store,
- * after the add). */
+ * its panels once more), each reading all the weights: ResNet-50's 3x3 convs at 7x7
+ * (4 panels, 9.4 MB of weights) took 2.10-2.29 ms each at one thread that way and
+ * 1.75-1.90 stored, the model 0.954x the time at one thread and 0.965x at two; its
+ * 1024 -> 2048 strided 1x1 conv had taken 1.03x the time made per panel. The tile's
+ * product [tile, Cout_g] lands in scratch with bias and activation applied, each GEMM
+ * tile of it stored transposed into Y (NCHW) as soon as it is done, adding the residual
+ * first when there is one (then the activation runs at the store, after the add). */
 
 typedef struct {
   const aotc_conv_geom *g;

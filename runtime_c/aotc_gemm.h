@@ -147,7 +147,7 @@ AOTC_FN int aotc_sgemm_may_pack_a_(int64_t M, int64_t N) {
  * MobileNetV2 within 1%). From K = 256 on: ResNet-50's 256 -> 64 and 256 -> 128
  * pointwise convs at 56x56 (W as A, 64 or 128 KiB a K-block, past L1 beside the strip
  * read in place from X) took 0.94x and 0.95x the time alone at one thread, 0.95x at
- * two (C driver: 140 -> 156-160 GFLOP/s with X out of cache); at K = 128 packing
+ * two (C harness: 140 -> 156-160 GFLOP/s with X out of cache); at K = 128 packing
  * gained nothing. A transposed A is otherwise read in place too, its tile's
  * rows side by side in each of its rows: the pack cost ResNet-50's 1024 -> 256
  * pointwise conv at 14x14 (X^T as A) 12% more. */
