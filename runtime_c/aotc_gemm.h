@@ -438,13 +438,14 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
 /* Where A is read transposed in place (X^T: the rows kernel's 1x1 convs) and the block
  * goes strip by strip, the rows of A that the tile after u reads first: on the block's
  * first strip the next panel's, after the K-block's last tile the first panel's in the
- * next K-block. Each row of a panel is 14 floats of one input channel, one channel's
- * row apart from the next: no stream the hardware's prefetch follows, and where the
- * conv before had run those channels on the other thread, each line was a miss to the
- * other core's cache. Fetched a row a step by tile u (as the conv pixels kernel fetches
+ * next K-block. Each row of a panel is up to 14 floats of one input channel, one
+ * channel's row apart from the next: no stream the hardware's prefetch follows, and
+ * where the conv before had run those channels on the other thread, each line was a
+ * miss to the other core's cache. Fetched a row a step by tile u (as the conv pixels kernel fetches
  * its next tile's rows), ResNet-50's 14x14 stage alone (five of its blocks) took
- * 0.96-0.97x the time at two threads, 1.00x at one; the whole model moved within the
- * noise (1.002x at two, 1.000x at one). */
+ * 0.966x the time at two threads (the GEMM's part alone: 0.959, 0.963 and 0.996 in
+ * three runs), 1.000x at one; the whole model moved within the noise (1.002x at two,
+ * 1.000x at one). */
 AOTC_FN void aotc_sgemm_next_a_rows_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk, int64_t u,
                                      int64_t pc, int64_t kc, aotc_sgemm_prefetch_ *pf) {
   int64_t p, s, i, rows;

@@ -324,16 +324,17 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
    * every fourth step: 140-144, 133-137, 172-177); in builds.py --model at one thread,
    * ResNet-50 took 0.937x and 0.975x the time, BERT-base 0.982x, the MLP at 64 rows
    * 0.978x; at two, ResNet-50 1.000x, BERT-base 0.990x. */
+#define AOTC_SGEMM_FETCH_B_SPREAD_(k) AOTC_PREFETCH_L2(pf->p + ((k) >> 2) * pf->step + (((k) >> 1) & 1) * 16)
   if (pf && pf->a_next && 4 * pf->count <= kc) {   /* the same, and a row of A's a step */
     for (k = 0; k < kc; k++) {
       AOTC_SGEMM_TILE_STEP_();
-      if (!(k & 1) && k < 4 * pf->count) AOTC_PREFETCH_L2(pf->p + (k >> 2) * pf->step + ((k >> 1) & 1) * 16);
+      if (!(k & 1) && k < 4 * pf->count) AOTC_SGEMM_FETCH_B_SPREAD_(k);
       if (k < pf->a_count) AOTC_PREFETCH_L2_SPAN(pf->a_next + k * pf->a_step, pf->a_width);
     }
   } else if (pf && 4 * pf->count <= kc) {
     for (k = 0; k < 4 * pf->count; k++) {
       AOTC_SGEMM_TILE_STEP_();
-      if (!(k & 1)) AOTC_PREFETCH_L2(pf->p + (k >> 2) * pf->step + ((k >> 1) & 1) * 16);
+      if (!(k & 1)) AOTC_SGEMM_FETCH_B_SPREAD_(k);
     }
   } else {
     for (k = 0; pf && k < pf->count; k++) {
@@ -342,6 +343,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
       AOTC_PREFETCH_L2(pf->p + k * pf->step + 16);
     }
   }
+#undef AOTC_SGEMM_FETCH_B_SPREAD_
   /* (each step, of one of the tile's rows in turn, the line AOTC_SGEMM_A_AHEAD columns
    * on: a row's line lasts 16 steps, and a tile has at most 16 rows on every path) */
   if (pf && pf->a_ahead && aks == 1) {
