@@ -1831,13 +1831,13 @@ AOTC_FN void aotc_conv_pixels_task_(void *arg, int64_t t) {
 }
 
 #if defined(AOTC_SGEMM_PATH_AVX512)
-/* A stem (a short K and few output channels) goes the other way round: 16 output
- * pixels of a row a vector, read from the phase planes, times each of 16 output
- * channels' weights broadcast, so each channel's sums land in one vector, stored as it
- * is. The tiles above spent a third of MobileNetV2's 3 -> 32 stem (K = 27) transposing
- * their 14 x 32 sums for the store: alone 0.33 -> 0.27 ms at one thread (onnxruntime's
- * 0.27); ResNet-50's 7x7 stem (K = 147) took 0.95x the time. The same sums in the same
- * order (k in order from +0, then the bias, the residual): the same bits. */
+/* A stem (a short K and few output channels) goes the other way round: runs of 16
+ * output pixels of a row a vector, read from the phase planes, times output channels'
+ * weights broadcast, so each channel's sums land in vectors stored as they are. The
+ * tiles above spent a third of MobileNetV2's 3 -> 32 stem (K = 27) transposing their
+ * 14 x 32 sums for the store: alone 0.33 -> 0.27 ms at one thread (onnxruntime's 0.27);
+ * ResNet-50's 7x7 stem (K = 147) took 0.95x the time. The same sums in the same order
+ * (k in order from +0, then the bias, the residual): the same bits. */
 #define AOTC_CONV_PIXELS_VECTORS_MAX_K 160
 #define AOTC_CONV_PIXELS_VECTORS_MAX_COUT 64
 AOTC_FN int aotc_conv_pixels_vectors_fit_(const aotc_conv_geom *g) {
@@ -1845,37 +1845,69 @@ AOTC_FN int aotc_conv_pixels_vectors_fit_(const aotc_conv_geom *g) {
          g->cout_g <= AOTC_CONV_PIXELS_VECTORS_MAX_COUT;
 }
 
-/* Output pixels [ow0, ow0 + n) (n <= 16) of row oh, channels 16 h .. of the packed W^T.
- * Not inlined: in its caller, six of the 16 sums went to the stack at every k (the time
- * 1.5x). */
-AOTC_NOINLINE void aotc_conv_pixels_vector_(const aotc_conv_pixels_args_ *a, int64_t oh, int64_t ow0,
-                                                 int64_t n, int64_t h) {
+/* Output pixels [ow0, ow0 + n) of row oh, `pv` vectors (16 (pv - 1) < n <= 16 pv), by
+ * output channels c0 .. c0 + ch of the packed W^T (those past Cout_g read its zero
+ * padding and are not stored; c0 % 32 + ch <= 32). Each k loads pv vectors of inputs
+ * and broadcasts ch weights for pv * ch products: 3 x 8 loads 11 values for 24, where
+ * 1 x 16 loaded 17 for 16 (ResNet-50's stem and max pool: 0.91x the time at one
+ * thread and at two). */
+AOTC_INLINE_ALWAYS void aotc_conv_pixels_vectors_body_(const int pv, const int ch,
+                                                       const aotc_conv_pixels_args_ *a, int64_t oh,
+                                                       int64_t ow0, int64_t n, int64_t c0) {
   const aotc_conv_geom *g = a->ph.g;
   const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], out_px = g->out[1] * g->out[2];
-  const int64_t c0 = 16 * h, cols = AOTC_MIN(16, g->cout_g - c0), pixel = oh * g->out[2] + ow0;
+  const int64_t pixel = oh * g->out[2] + ow0;
   const float *AOTC_RESTRICT src = a->planes + oh * a->ph.wq + ow0;
   const float *AOTC_RESTRICT w = a->w + aotc_sgemm_packed_strip_(a->strips, K, 0, c0 / AOTC_SGEMM_NR) +
                                  c0 % AOTC_SGEMM_NR;
-  const __mmask16 m = aotc_v_mask_(n);
-  __m512 acc[16];
+  const __mmask16 last = aotc_v_mask_(n - 16 * (pv - 1));
+  __m512 acc[3][16];
   int64_t k;
-  int c;
-  AOTC_UNROLL(16)
-  for (c = 0; c < 16; c++) acc[c] = _mm512_setzero_ps();
-  for (k = 0; k < K; k++, w += AOTC_SGEMM_NR) {
-    const __m512 x = _mm512_maskz_loadu_ps(m, src + a->koff[k]);
+  int c, v;
+  AOTC_UNROLL(3)
+  for (v = 0; v < pv; v++) {
     AOTC_UNROLL(16)
-    for (c = 0; c < 16; c++) acc[c] = AOTC_V_MADD(_mm512_set1_ps(w[c]), x, acc[c]);
+    for (c = 0; c < ch; c++) acc[v][c] = _mm512_setzero_ps();
+  }
+  for (k = 0; k < K; k++, w += AOTC_SGEMM_NR) {
+    const float *x_k = src + a->koff[k];
+    __m512 x[3];
+    AOTC_UNROLL(3)
+    for (v = 0; v < pv; v++)
+      x[v] = v < pv - 1 ? _mm512_loadu_ps(x_k + 16 * v) : _mm512_maskz_loadu_ps(last, x_k + 16 * v);
+    AOTC_UNROLL(16)
+    for (c = 0; c < ch; c++) {
+      const __m512 wc = _mm512_set1_ps(w[c]);
+      AOTC_UNROLL(3)
+      for (v = 0; v < pv; v++) acc[v][c] = AOTC_V_MADD(wc, x[v], acc[v][c]);
+    }
   }
   AOTC_UNROLL(16)
-  for (c = 0; c < 16; c++) {   /* (a fixed count: acc stays in registers) */
-    const int64_t at = (c0 + c) * out_px + pixel;
-    if (c < cols) {
-      const __m512 sum = a->bias ? _mm512_add_ps(acc[c], _mm512_set1_ps(a->bias[c0 + c])) : acc[c];
-      aotc_conv_store_run_(a->y + at, sum, a->residual ? a->residual + at : NULL, n, a->act);
+  for (c = 0; c < ch; c++) {   /* (fixed counts: acc stays in registers) */
+    if (c0 + c < g->cout_g) {
+      const __m512 b = _mm512_set1_ps(a->bias ? a->bias[c0 + c] : 0.0f);
+      AOTC_UNROLL(3)
+      for (v = 0; v < pv; v++) {
+        const int64_t at = (c0 + c) * out_px + pixel + 16 * v;
+        const __m512 sum = a->bias ? _mm512_add_ps(acc[v][c], b) : acc[v][c];
+        aotc_conv_store_run_(a->y + at, sum, a->residual ? a->residual + at : NULL,
+                             v < pv - 1 ? 16 : n - 16 * (pv - 1), a->act);
+      }
     }
   }
 }
+
+/* Not inlined: in their caller, six of 16 sums went to the stack at every k (the time
+ * 1.5x). */
+#define AOTC_CONV_PIXELS_VECTORS_(PV, CH)                                                      \
+  AOTC_NOINLINE void aotc_conv_pixels_vectors_##PV##x##CH##_(const aotc_conv_pixels_args_ *a,   \
+                                                             int64_t oh, int64_t ow0, int64_t n, \
+                                                             int64_t c0) {                       \
+    aotc_conv_pixels_vectors_body_(PV, CH, a, oh, ow0, n, c0);                                  \
+  }
+AOTC_CONV_PIXELS_VECTORS_(3, 8)
+AOTC_CONV_PIXELS_VECTORS_(2, 8)
+AOTC_CONV_PIXELS_VECTORS_(1, 16)
 
 /* Output rows per task of the vectors path: AOTC_CONV_PIXELS_MIN_TASKS tasks, where the
  * rows allow. */
@@ -1888,16 +1920,24 @@ AOTC_FN int64_t aotc_conv_pixels_vector_rows_(const aotc_conv_geom *g) {
  * channels' weights (K rows of a strip's 16 columns, 9.4 KiB for a 7x7 stem) stay in L1
  * beside the row's inputs. With every channel at each 16 pixels in turn (the weights of
  * 64 channels, 38 KiB, beside 19 KiB of inputs), ResNet-50's stem and max pool took
- * 1.05x the time at one thread and 1.08x at two. */
+ * 1.05x the time at one thread and 1.08x at two. The 16 go as two runs of 8 over the
+ * row's runs of 48 pixels, then its last 1 to 32 pixels. */
 AOTC_FN void aotc_conv_pixels_vectors_task_(void *arg, int64_t t) {
   const aotc_conv_pixels_args_ *a = (const aotc_conv_pixels_args_ *)arg;
   const aotc_conv_geom *g = a->ph.g;
-  const int64_t ow_n = g->out[2], halves = (g->cout_g + 15) / 16, rows = aotc_conv_pixels_vector_rows_(g);
-  const int64_t r1 = AOTC_MIN((t + 1) * rows, g->out[1]);
-  int64_t oh, ow0, h;
+  const int64_t ow_n = g->out[2], rows = aotc_conv_pixels_vector_rows_(g);
+  const int64_t r1 = AOTC_MIN((t + 1) * rows, g->out[1]), whole = ow_n - ow_n % 48, rest = ow_n - whole;
+  int64_t oh, ow0, c16, c0;
   for (oh = t * rows; oh < r1; oh++)
-    for (h = 0; h < halves; h++)
-      for (ow0 = 0; ow0 < ow_n; ow0 += 16) aotc_conv_pixels_vector_(a, oh, ow0, AOTC_MIN(16, ow_n - ow0), h);
+    for (c16 = 0; c16 < g->cout_g; c16 += 16) {
+      for (c0 = c16; c0 < AOTC_MIN(c16 + 16, g->cout_g); c0 += 8)
+        for (ow0 = 0; ow0 < whole; ow0 += 48) aotc_conv_pixels_vectors_3x8_(a, oh, ow0, 48, c0);
+      if (rest > 16)
+        for (c0 = c16; c0 < AOTC_MIN(c16 + 16, g->cout_g); c0 += 8)
+          aotc_conv_pixels_vectors_2x8_(a, oh, whole, rest, c0);
+      else if (rest > 0)
+        aotc_conv_pixels_vectors_1x16_(a, oh, whole, rest, c16);
+    }
 }
 #endif
 

@@ -309,23 +309,31 @@ def test_pointwise_on_the_pixels_kernel_adds_a_residual_in_place(tmp_path):
     assert relative_error(two, run_ort(model, feeds)["y"]) < 1e-5
 
 
-def test_stem_on_the_pixels_kernel_with_a_residual_and_an_activation_after_the_store(tmp_path):
-    """A stem (K = 27, 40 output channels: two vectors of 16 and one of 8) takes, on
-    AVX-512, the pixels kernel's vectors of 16 output pixels, here 23 to a row (one
-    ragged vector), in two images; its fused residual Add and a Sigmoid after it: ONNX
-    Runtime's values, the same bits at 1 and 2 threads."""
+@pytest.mark.parametrize("width", [45, 121])
+def test_stem_on_the_pixels_kernel_with_a_residual_and_an_activation_after_the_store(tmp_path, width):
+    """A stem (K = 27, 36 output channels: two groups of 16, then 4 of a run of 8 whose
+    other 4 read the weights' zero padding) takes, on AVX-512, the pixels kernel's
+    vectors of output pixels: rows of 23 (a run of two vectors, the second ragged) or of
+    61 (a run of three whole vectors, then one ragged), in two images; its fused residual
+    Add and a Sigmoid after it: ONNX Runtime's values, the same bits at 1 and 2 threads,
+    and in exact mode the generic path's bits."""
+    from aotc import build
     n = helper.make_node
+    out_w = (width + 1) // 2
     model = make_model([n("Conv", ["x", "w", "b"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
                         n("Add", ["c", "r"], ["a"]), n("Sigmoid", ["a"], ["y"])],
-                       [("x", np.float32, (2, 3, 19, 45)), ("r", np.float32, (2, 40, 10, 23))],
+                       [("x", np.float32, (2, 3, 19, width)), ("r", np.float32, (2, 36, 10, out_w))],
                        [("y", np.float32, None)],
-                       {"w": random((40, 3, 3, 3), seed=1, low=-0.3, high=0.3), "b": random((40,), seed=2)})
+                       {"w": random((36, 3, 3, 3), seed=1, low=-0.3, high=0.3), "b": random((36,), seed=2)})
     used, sess = kernel_used(tmp_path, model)
     assert used == "pixels"
-    feeds = {"x": random((2, 3, 19, 45), seed=3), "r": random((2, 40, 10, 23), seed=4)}
+    feeds = {"x": random((2, 3, 19, width), seed=3), "r": random((2, 36, 10, out_w), seed=4)}
     two = aotc.compile(model, threads=2).run(feeds)["y"]
     assert sess.run(feeds)["y"].tobytes() == two.tobytes()
     assert relative_error(two, run_ort(model, feeds)["y"]) < 1e-5
+    want = aotc.compile(model, mode="exact", target="generic", threads=1).run(feeds)["y"]
+    got = aotc.compile(model, mode="exact", target=build.resolve_target("native"), threads=2).run(feeds)["y"]
+    assert got.tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("x_shape, w_shape, attrs", [
