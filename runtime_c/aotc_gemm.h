@@ -110,7 +110,13 @@ AOTC_ENGINE_FN void aotc_sgemm_scale_add(int64_t M, int64_t N, float *Y, float a
 #include "aotc_gemm_kernels.h"
 
 #define AOTC_SGEMM_KC 256
-#define AOTC_SGEMM_MIN_TASKS 16        /* cut finer when the tiles allow: threads balance */
+/* A product is cut finer when the tiles allow, so that threads balance, into at least
+ * this many tasks. At 8 rather than 16, in builds.py at two threads, ResNet-50 took
+ * 0.985-0.998x the time (four runs), MobileNetV2 0.997x, BERT-base 0.985x, the
+ * 784-1024-1024-10 MLP 0.983x (0.986x at 64 rows); at one thread the five 0.991-1.003x;
+ * gemm.py's shapes within 1% either way. At 4: ResNet-50 0.973-0.988x, MobileNetV2
+ * 1.005x. */
+#define AOTC_SGEMM_MIN_TASKS 8
 #define AOTC_SGEMM_PACK_A_STRIPS 4     /* A may be packed past this many strips */
 #ifndef AOTC_SGEMV_ROWS_NC
 #define AOTC_SGEMV_ROWS_NC 512  /* columns per task on the M = 1 path over row-major B */
