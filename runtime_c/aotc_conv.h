@@ -1920,8 +1920,9 @@ AOTC_FN int64_t aotc_conv_pixels_vector_rows_(const aotc_conv_geom *g) {
  * channels' weights (K rows of a strip's 16 columns, 9.4 KiB for a 7x7 stem) stay in L1
  * beside the row's inputs. With every channel at each 16 pixels in turn (the weights of
  * 64 channels, 38 KiB, beside 19 KiB of inputs), ResNet-50's stem and max pool took
- * 1.05x the time at one thread and 1.08x at two. The 16 go as two runs of 8 over the
- * row's runs of 48 pixels, then its last 1 to 32 pixels. */
+ * 1.05x the time at one thread and 1.08x at two. The 16 go as two runs of 8 channels
+ * over the row's runs of 48 pixels; its last 1 to 32 pixels as 2 vectors by 8 channels
+ * or 1 by 16. */
 AOTC_FN void aotc_conv_pixels_vectors_task_(void *arg, int64_t t) {
   const aotc_conv_pixels_args_ *a = (const aotc_conv_pixels_args_ *)arg;
   const aotc_conv_geom *g = a->ph.g;
