@@ -1840,6 +1840,7 @@ AOTC_FN void aotc_conv_pixels_task_(void *arg, int64_t t) {
  * (k in order from +0, then the bias, the residual): the same bits. */
 #define AOTC_CONV_PIXELS_VECTORS_MAX_K 160
 #define AOTC_CONV_PIXELS_VECTORS_MAX_COUT 64
+#define AOTC_CONV_PIXELS_VECTORS_MAX_PV 3   /* pixel vectors a run, at most (below) */
 AOTC_FN int aotc_conv_pixels_vectors_fit_(const aotc_conv_geom *g) {
   return g->cin_g * g->kernel[1] * g->kernel[2] <= AOTC_CONV_PIXELS_VECTORS_MAX_K &&
          g->cout_g <= AOTC_CONV_PIXELS_VECTORS_MAX_COUT;
@@ -1861,7 +1862,7 @@ AOTC_INLINE_ALWAYS void aotc_conv_pixels_vectors_body_(const int pv, const int c
   const float *AOTC_RESTRICT w = a->w + aotc_sgemm_packed_strip_(a->strips, K, 0, c0 / AOTC_SGEMM_NR) +
                                  c0 % AOTC_SGEMM_NR;
   const __mmask16 last = aotc_v_mask_(n - 16 * (pv - 1));
-  __m512 acc[3][16];
+  __m512 acc[AOTC_CONV_PIXELS_VECTORS_MAX_PV][16];
   int64_t k;
   int c, v;
   AOTC_UNROLL(3)
@@ -1871,7 +1872,7 @@ AOTC_INLINE_ALWAYS void aotc_conv_pixels_vectors_body_(const int pv, const int c
   }
   for (k = 0; k < K; k++, w += AOTC_SGEMM_NR) {
     const float *x_k = src + a->koff[k];
-    __m512 x[3];
+    __m512 x[AOTC_CONV_PIXELS_VECTORS_MAX_PV];
     AOTC_UNROLL(3)
     for (v = 0; v < pv; v++)
       x[v] = v < pv - 1 ? _mm512_loadu_ps(x_k + 16 * v) : _mm512_maskz_loadu_ps(last, x_k + 16 * v);

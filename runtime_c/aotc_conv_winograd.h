@@ -530,7 +530,7 @@ AOTC_NOINLINE void aotc_conv_winograd_products_(int64_t cout, int64_t cin, int64
   enum { NR = AOTC_SGEMM_NR };
   int64_t e;
   if (cin <= AOTC_SGEMM_KC) {
-    const aotc_sgemm_prefetch_ ahead = {NULL, 0, 0, 1, NULL, 0, 0, 0};
+    const aotc_sgemm_prefetch_ ahead = {.a_ahead = 1};
     const int64_t panels = aotc_sgemm_panels_(cout), full = tiles / NR, ragged = tiles % NR;
     const int64_t vplane = aotc_conv_winograd_plane_(cin, block), mplane = aotc_conv_winograd_plane_(cout, block);
     int64_t p, i, rows, next, next_rows;

@@ -430,7 +430,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_next_residual_(const aotc_sgemm_job_
 AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
                                                      int64_t pc, int64_t kc, int64_t u) {
   int64_t next_s = blk->s0 + u / blk->np + 1, next_pc = pc, part = u % blk->np, next_kc, k0, k1;
-  aotc_sgemm_prefetch_ pf = {NULL, 0, 0, 0, NULL, 0, 0, 0};
+  aotc_sgemm_prefetch_ pf = {.p = NULL};
   if (blk->panel_outer && !(j->make_a && blk->np == 1)) return pf;
   if (next_s == blk->s0 + blk->ns) next_s = blk->s0, next_pc = pc + kc;
   if (next_pc >= j->K) return pf;
@@ -447,11 +447,11 @@ AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, c
  * next K-block. Each row of a panel is up to 14 floats of one input channel, one
  * channel's row apart from the next: no stream the hardware's prefetch follows, and
  * where the conv before had run those channels on the other thread, each line was a
- * miss to the other core's cache. Fetched a row a step by tile u (as the conv pixels kernel fetches
- * its next tile's rows), ResNet-50's 14x14 stage alone (five of its blocks) took
- * 0.966x the time at two threads (the GEMM's part alone: 0.959, 0.963 and 0.996 in
- * three runs), 1.000x at one; the whole model moved within the noise (1.002x at two,
- * 1.000x at one). */
+ * miss to the other core's cache. Fetched a row a step by tile u (as the conv pixels
+ * kernel fetches its next tile's rows), ResNet-50's 14x14 stage alone (five of its
+ * blocks) took 0.966x the time at two threads (the GEMM's part alone: 0.959, 0.963 and
+ * 0.996 in three runs), 1.000x at one; the whole model moved within the noise (1.002x
+ * at two, 1.000x at one). */
 AOTC_FN void aotc_sgemm_next_a_rows_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk, int64_t u,
                                      int64_t pc, int64_t kc, aotc_sgemm_prefetch_ *pf) {
   int64_t p, s, i, rows;
@@ -566,7 +566,7 @@ AOTC_FN int aotc_sgemm_runs_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *
  * fetch_a: its first tile fetches A ahead (aotc_sgemm_prefetch_). */
 AOTC_FN void aotc_sgemm_panel_run_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk, int64_t p,
                                    int64_t pc, int64_t kc, int first, int last, int fetch_a) {
-  const aotc_sgemm_prefetch_ pf = {NULL, 0, 0, 1, NULL, 0, 0, 0};
+  const aotc_sgemm_prefetch_ pf = {.a_ahead = 1};
   const int64_t c = blk->s0 * AOTC_SGEMM_NR;
   int64_t i, rows, ars, aks, bks, next;
   const float *a, *b = aotc_sgemm_strip_at_(j, pc, blk->s0, &bks);
@@ -629,7 +629,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       const float *a, *b;
       float *cp;
       aotc_sgemm_epilogue_ ep;
-      aotc_sgemm_prefetch_ pf = {NULL, 0, 0, 0, NULL, 0, 0, 0};
+      aotc_sgemm_prefetch_ pf = {.p = NULL};
       aotc_sgemm_block_tile_(&blk, u, &p, &s);
       if (runs && u % blk.ns == 0) {   /* (panel by panel: u is the panel's first tile) */
         const int64_t full = aotc_sgemm_full_strips_(j, &blk);
