@@ -173,7 +173,7 @@ AOTC_ENGINE_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g
   for (n = 0; n < g->batch; n++)
     for (grp = 0; grp < g->group; grp++) {
       int64_t yoff = aotc_conv_y_at_(g, n, grp);
-      const aotc_sgemm_extras extras = {NULL, NULL, residual ? residual + yoff : NULL, NULL, 1};
+      const aotc_sgemm_extras extras = {.residual = residual ? residual + yoff : NULL, .columns_first = 1};
       aotc_sgemm_run_(pool, g->cout_g, pixels, g->cin_g, w + grp * g->cout_g * g->cin_g, g->cin_g, 0,
                       x + aotc_conv_x_at_(g, n, grp), pixels, 0, NULL, y + yoff, pixels,
                       bias ? bias + grp * g->cout_g : NULL, NULL, act, &extras, scratch);
@@ -1322,7 +1322,7 @@ AOTC_ENGINE_FN void aotc_conv_im2col(aotc_pool *pool, const aotc_conv_geom *g, i
         aotc_parallel_for(pool, (a.k + AOTC_SGEMM_KC - 1) / AOTC_SGEMM_KC *
                                     ((a.strips + AOTC_CONV_STRIP_GROUP - 1) / AOTC_CONV_STRIP_GROUP),
                           aotc_conv_im2col_panel_, &a);
-        const aotc_sgemm_extras extras = {NULL, NULL, residual ? residual + yoff : NULL, NULL, 1};
+        const aotc_sgemm_extras extras = {.residual = residual ? residual + yoff : NULL, .columns_first = 1};
         aotc_sgemm_run_(pool, g->cout_g, a.ncols, a.k, w + grp * g->cout_g * a.k, a.k, 0, NULL, 0, 0,
                         a.packed, y + yoff, out_px, bias ? bias + grp * g->cout_g : NULL, NULL, act,
                         &extras, gemm_scratch);
@@ -1615,7 +1615,7 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
       a.j.bias_m = bias ? bias + grp * g->cout_g : NULL;
       aotc_parallel_for(pool, aotc_conv_phase_tasks_(g, &a), aotc_conv_phases_task_, &a);
       if (is_gemm) {   /* planes hq x wq = out_h x out_w */
-        const aotc_sgemm_extras extras = {NULL, NULL, a.residual, NULL, 1};
+        const aotc_sgemm_extras extras = {.residual = a.residual, .columns_first = 1};
         unsigned char *gemm_scratch = (unsigned char *)sums;   /* right after the planes */
         aotc_sgemm_run_(pool, g->cout_g, out_px, k, a.j.A, k, 0, a.xp, out_px, 0, NULL, a.y, out_px,
                         a.j.bias_m, NULL, act, &extras, gemm_scratch);
@@ -2201,7 +2201,7 @@ AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int
       for (first = 0; first < out_px; first += tile) {
         int64_t cols = AOTC_MIN(tile, out_px - first);
         const float *wg = w + grp * (w_packed ? aotc_sgemm_packed_b_floats(g->cout_g, k) : g->cout_g * k);
-        aotc_sgemm_extras extras = {NULL, NULL, NULL, &store, 0};
+        aotc_sgemm_extras extras = {.take_c = &store};
         u.x = xg;
         s.y = y + yoff + first;
         s.residual = residual ? residual + yoff + first : NULL;

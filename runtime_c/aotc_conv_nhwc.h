@@ -32,10 +32,16 @@ AOTC_ENGINE_FN void aotc_conv_depthwise_nhwc(aotc_pool *pool, const aotc_conv_ge
 
 #ifndef AOTC_ENGINE_EXTERN
 
+/* The product's tasks are cut by pixels (its rows) before channels, so each thread's
+ * share is a run of rows of the image, as are the depthwise convs' tasks around it: with
+ * the pool's threads taking tasks from the two ends, each thread reads what it wrote
+ * the step before from its own core's caches. Cut by channels first, a thread wrote part
+ * of every pixel and the depthwise conv after it read the rest from the other core:
+ * MobileNetV2 at two threads took 0.943x the time cut by pixels (0.996x at one). */
 AOTC_ENGINE_FN void aotc_conv_pointwise_nhwc(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
                                              const float *w, const float *bias, const float *residual,
                                              float *y, const aotc_activation *act, unsigned char *scratch) {
-  const aotc_sgemm_extras extras = {NULL, NULL, residual, NULL, 0};
+  const aotc_sgemm_extras extras = {.residual = residual, .rows_first = 1};
   aotc_sgemm_run_(pool, g->batch * aotc_conv_volume_(g->out), g->cout_g, g->cin_g, x, g->cin_g, 0, NULL, 0, 0,
                   w, y, g->cout_g, NULL, bias, act, &extras, scratch);
 }

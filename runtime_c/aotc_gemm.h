@@ -92,13 +92,15 @@ typedef struct {
  * itself when K <= AOTC_SGEMM_KC (otherwise C holds partial sums between K-blocks),
  * and must not otherwise overlap C; what takes C's finished tiles (C is then the caller's
  * scratch: the rows conv kernel stores them transposed). And, not a pointer, whether
- * the tasks go by C's columns first (aotc_sgemm_task_at_). */
+ * the tasks go by C's columns first (aotc_sgemm_task_at_), and whether the split cuts C's
+ * rows before its columns (aotc_sgemm_split_). */
 typedef struct {
   const float *packed_a;
   const aotc_sgemm_a_maker *make_a;
   const float *residual;
   const aotc_sgemm_c_taker *take_c;
   int columns_first;   /* tasks ordered by C's columns first: aotc_sgemm_task_at_ */
+  int rows_first;      /* C's rows cut first: aotc_sgemm_split_ */
 } aotc_sgemm_extras;
 
 /* Y = alpha * Y (+ beta * C[i * csi + j * csj]) over an M x N row-major Y; C may be NULL
@@ -297,6 +299,7 @@ typedef struct {
   int even_panels;     /* the panels' heights (aotc_sgemm_panel_) */
   int64_t panels_per_task, strips_per_task, ntasks_n;
   int columns_first;   /* aotc_sgemm_task_at_ */
+  int rows_first;      /* aotc_sgemm_split_ */
   const float *A, *B, *bias_m, *bias_n;
   const float *residual;        /* NULL, or added after the bias: laid out as C (ldc) */
   const aotc_activation *act;   /* NULL: none */
@@ -744,7 +747,8 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
  * strips where the tasks pack A (no two tasks share a panel then);
  * a small product is cut finer, the larger side of a task first (where A is made or
  * packed by the tasks, the panels first: each task makes its panels once more; with
- * more than 2 * AOTC_SGEMM_PANELS_PER_TASK panels the panels alone reach the count),
+ * more than 2 * AOTC_SGEMM_PANELS_PER_TASK panels the panels alone reach the count;
+ * with rows_first, the panels first too: see aotc_conv_pointwise_nhwc),
  * until there are AOTC_SGEMM_MIN_TASKS tasks or single tiles, and on while their count
  * is odd (below AOTC_SGEMM_EVEN_TASKS_BELOW): two threads then take as many each, where
  * an odd count left one of them a whole task to wait through (MobileNetV2's pointwise
@@ -766,7 +770,7 @@ AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
     const int enough = tasks >= AOTC_SGEMM_MIN_TASKS && (tasks % 2 == 0 || tasks >= AOTC_SGEMM_EVEN_TASKS_BELOW);
     if (enough || (pp == 1 && (sp == 1 || j->packs_a_in_tasks))) break;
     if (j->make_a && pp == 1 && tasks >= AOTC_SGEMM_MADE_A_MIN_TASKS) break;
-    if ((j->make_a || j->packs_a_in_tasks) && pp > 1) np++;
+    if ((j->make_a || j->packs_a_in_tasks || j->rows_first) && pp > 1) np++;
     else if (sp * AOTC_SGEMM_NR >= pp * AOTC_SGEMM_MR && sp > 1) ns++;
     else if (pp > 1) np++;
     else ns++;
@@ -785,7 +789,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
                              float *C, int64_t ldc, const float *bias_m, const float *bias_n,
                              const aotc_activation *act, const aotc_sgemm_extras *extras,
                              unsigned char *scratch) {
-  static const aotc_sgemm_extras none = {NULL, NULL, NULL, NULL, 0};
+  static const aotc_sgemm_extras none = {.packed_a = NULL};
   aotc_sgemm_extras x = extras ? *extras : none;
   const float *residual = x.residual;
   aotc_sgemm_job_ j;
@@ -810,7 +814,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   }
   /* A single column of C (contiguous) is a row of C^T = B^T A^T: the M = 1 path. */
   if (N == 1 && M > 1 && ldc == 1 && !packed_b && !x.packed_a && !x.make_a) {
-    const aotc_sgemm_extras transposed = {NULL, NULL, residual, NULL, 0};
+    const aotc_sgemm_extras transposed = {.residual = residual};
     aotc_sgemm_run_(pool, 1, M, K, B, ldb, !trans_b, A, lda, !trans_a, NULL, C, 1,
                     bias_n, bias_m, act, &transposed, scratch);
     if (x.take_c) x.take_c->fn(x.take_c->ctx, C, 1, 0, M, 0, 1);
@@ -828,6 +832,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   j.make_a = x.make_a;
   j.take_c = x.take_c;
   j.columns_first = x.columns_first;
+  j.rows_first = x.rows_first;
   if (x.packed_a) j.pa = x.packed_a;
   else if (!x.make_a && aotc_sgemm_packs_a_(M, N, K, lda)) j.pa = j.pa_out = (float *)(void *)scratch;
   j.even_panels = x.make_a || j.pa || !trans_a;   /* (all but A read transposed) */

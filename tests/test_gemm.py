@@ -248,3 +248,59 @@ def test_python_packing_gives_the_c_packers_bytes(tmp_path):
                             module.ffi.cast("float *", got.ctypes.data))
             np.testing.assert_array_equal(got[:want.size].view(np.uint32), want.view(np.uint32))
             assert np.isnan(got[want.size:]).all(), "the C packer wrote past the packed size"
+
+
+def _c_splitter(tmp_path):
+    """aotc_sgemm_split_ of runtime_c/aotc_gemm.h through cffi: for an M x N product (and
+    whether rows go first), its panels, tasks, row groups and column groups, and whether
+    the tasks in order never return to an earlier group of rows."""
+    import cffi
+    ffi = cffi.FFI()
+    ffi.cdef("void split(int64_t M, int64_t N, int rows_first, int64_t *out);")
+    ffi.set_source("_aotc_test_gemm_split", """
+        #define AOTC_NO_THREADS
+        #include <string.h>
+        #include "aotc_gemm.h"
+        void split(int64_t M, int64_t N, int rows_first, int64_t *out) {
+          aotc_sgemm_job_ j;
+          int64_t t, p0, s0, last = 0;
+          memset(&j, 0, sizeof j);
+          j.M = M, j.N = N, j.K = 64;
+          j.panels = aotc_sgemm_panels_(M);
+          j.strips = aotc_sgemm_div_up_(N, AOTC_SGEMM_NR);
+          j.rows_first = rows_first;
+          aotc_sgemm_split_(&j);
+          out[0] = j.panels;
+          out[2] = aotc_sgemm_div_up_(j.panels, j.panels_per_task);
+          out[3] = j.ntasks_n;
+          out[1] = out[2] * out[3];
+          out[4] = 1;
+          for (t = 0; t < out[1]; t++, last = p0) {
+            aotc_sgemm_task_at_(&j, t, &p0, &s0);
+            if (p0 < last) out[4] = 0;
+          }
+        }""", include_dirs=[str(resources.runtime_dir())], extra_compile_args=["-std=c99"])
+    path = ffi.compile(tmpdir=str(tmp_path), verbose=False)
+    spec = importlib.util.spec_from_file_location("_aotc_test_gemm_split", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def split(M, N, rows_first):
+        out = module.ffi.new("int64_t[5]")
+        module.lib.split(M, N, rows_first, out)
+        return dict(zip(("panels", "tasks", "row_groups", "column_groups", "rows_in_order"), out))
+    return split
+
+
+@pytest.mark.parametrize("M, N", [(49, 960), (196, 144), (784, 32), (3136, 144), (1, 1000)])
+def test_a_product_cut_rows_first_has_more_groups_of_rows_and_fewer_of_columns(tmp_path, M, N):
+    """A channels-last pointwise conv's pixels are its product's rows: cut by them first,
+    each end of the task order that a pool thread takes from is a run of the image's rows
+    (aotc_conv_pointwise_nhwc)."""
+    split = _c_splitter(tmp_path)
+    by_rows, default = split(M, N, 1), split(M, N, 0)
+    assert by_rows["rows_in_order"] == default["rows_in_order"] == 1
+    assert by_rows["row_groups"] >= default["row_groups"], (by_rows, default)
+    assert by_rows["column_groups"] <= default["column_groups"], (by_rows, default)
+    if (M, N) == (49, 960):   # the default cuts its 30 strips of columns more, its rows less
+        assert default["row_groups"] < by_rows["row_groups"], (by_rows, default)
