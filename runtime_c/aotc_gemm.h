@@ -748,7 +748,8 @@ AOTC_FN void aotc_sgemv_task_(void *arg, int64_t t) {
  * a small product is cut finer, the larger side of a task first (where A is made or
  * packed by the tasks, the panels first: each task makes its panels once more; with
  * more than 2 * AOTC_SGEMM_PANELS_PER_TASK panels the panels alone reach the count;
- * with rows_first, the panels first too: see aotc_conv_pointwise_nhwc),
+ * with rows_first, the panels first too: a channels-last pointwise conv's rows are
+ * its pixels, aotc_conv_nhwc.h),
  * until there are AOTC_SGEMM_MIN_TASKS tasks or single tiles, and on while their count
  * is odd (below AOTC_SGEMM_EVEN_TASKS_BELOW): two threads then take as many each, where
  * an odd count left one of them a whole task to wait through (MobileNetV2's pointwise
