@@ -1038,9 +1038,9 @@ AOTC_INLINE_ALWAYS __m512 aotc_conv_slide_right_(__m512 next, __m512 cur) {
   return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(next), _mm512_castps_si512(cur), 1));
 }
 
-/* One channel's output plane y from its input plane (h x w both). */
-AOTC_FN void aotc_conv_slide_plane_(int64_t h, int64_t w, const float *plane, const float *wk, float bias,
-                                    float *y, const aotc_activation *act) {
+/* Output rows [r0, r1) of one channel's output plane y from its input plane (h x w both). */
+AOTC_FN void aotc_conv_slide_rows_(int64_t h, int64_t w, const float *plane, const float *wk, float bias,
+                                   float *y, int64_t r0, int64_t r1, const aotc_activation *act) {
   enum { R = AOTC_CONV_SLIDE_ROWS, IN = AOTC_CONV_SLIDE_ROWS + 2 };   /* output, input rows */
   const int64_t blocks = (w + 15) / 16;
   const __mmask16 last = aotc_v_mask_(w - 16 * (blocks - 1));   /* the last block's columns */
@@ -1049,8 +1049,8 @@ AOTC_FN void aotc_conv_slide_plane_(int64_t h, int64_t w, const float *plane, co
   int64_t oh, b;
   int t, i, j;
   for (t = 0; t < 9; t++) wv[t] = _mm512_set1_ps(wk[t]);
-  for (oh = 0; oh < h; oh += R) {
-    const int rows = (int)AOTC_MIN(R, h - oh);
+  for (oh = r0; oh < r1; oh += R) {
+    const int rows = (int)AOTC_MIN(R, r1 - oh);
     const float *row[IN];
     int inside[IN];   /* input row oh - 1 + i is in the plane and read */
     __m512 prev[IN], cur[IN], next[IN];
@@ -1093,16 +1093,17 @@ AOTC_FN void aotc_conv_slide_plane_(int64_t h, int64_t w, const float *plane, co
     }
   }
   if (!e.in_registers) {
-    aotc_activation_apply(act, y, h * w);
-    aotc_conv_canon_(y, h * w);
+    aotc_activation_apply(act, y + r0 * w, (r1 - r0) * w);
+    aotc_conv_canon_(y + r0 * w, (r1 - r0) * w);
   }
 }
 
-/* Whole output planes [c0, c1) (n * Cout + co) by the slide kernel, else the flat one
- * (else row by row). Compiled once, on its own: inlined into its callers, its loop's
+/* Output rows [r0, r1) of planes [c0, c1) (n * Cout + co) by the slide kernel, else
+ * whole planes by the flat one (else row by row). Compiled once, on its own: inlined into its callers, its loop's
  * registers went with theirs (it took 1.3x the time after a change to the stride-2
  * kernel beside it); called per channel, 7x7 planes paid for the call. */
-AOTC_NOINLINE void aotc_conv_planes_(const aotc_conv_direct_args_ *a, int64_t c0, int64_t c1) {
+AOTC_NOINLINE void aotc_conv_planes_(const aotc_conv_direct_args_ *a, int64_t c0, int64_t c1, int64_t r0,
+                                     int64_t r1) {
   const aotc_conv_geom *g = a->g;
   const int64_t cout = g->cout_g * g->group, plane_out = aotc_conv_volume_(g->out);
   int64_t channel;
@@ -1111,24 +1112,28 @@ AOTC_NOINLINE void aotc_conv_planes_(const aotc_conv_direct_args_ *a, int64_t c0
     const float *plane = a->x + (n * g->group + co / g->cout_g) * aotc_conv_volume_(g->in);
     const float *wk = a->w + co * aotc_conv_volume_(g->kernel);
     const float bias = a->bias ? a->bias[co] : 0.0f;
+    const int64_t first = channel * plane_out + r0 * g->out[2], count = (r1 - r0) * g->out[2];
     float *y = a->y + channel * plane_out;
     if (a->slide && aotc_conv_weights_finite_(wk, 9))
-      aotc_conv_slide_plane_(g->out[1], g->out[2], plane, wk, bias, y, a->act);
-    else if (a->flat) aotc_conv_flat_plane_(g, a->flat, plane, wk, bias, y, a->act);
-    else aotc_conv_direct_rows_(a, plane, wk, bias, y, 0, g->out[1]);
-    if (a->residual) aotc_conv_add_residual_(y, y, a->residual + channel * plane_out, plane_out, a->res_act);
+      aotc_conv_slide_rows_(g->out[1], g->out[2], plane, wk, bias, y, r0, r1, a->act);
+    else if (a->flat) aotc_conv_flat_plane_(g, a->flat, plane, wk, bias, y, a->act);   /* (r0 = 0, r1 = all) */
+    else aotc_conv_direct_rows_(a, plane, wk, bias, y + r0 * g->out[2], r0, r1);
+    if (a->residual) aotc_conv_add_residual_(a->y + first, a->y + first, a->residual + first, count, a->res_act);
   }
 }
 #endif
 
-/* One block of channels (small planes, whole) or of output rows of one channel. */
+/* One block of channels (small planes, whole) or of output rows of one channel; the
+ * tasks go by rows first (all channels' first rows, then the next rows), so that the
+ * pool's threads, taking tasks from the two ends, each work a part of the image. */
 AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   const aotc_conv_direct_args_ *a = (const aotc_conv_direct_args_ *)arg;
   const aotc_conv_geom *g = a->g;
   int64_t cout = g->cout_g * g->group, rows = g->out[0] * g->out[1], ow_n = g->out[2];
-  int64_t c0 = task / a->row_tasks * a->channels_per_task;
+  int64_t channel_tasks = (g->batch * cout + a->channels_per_task - 1) / a->channels_per_task;
+  int64_t c0 = task % channel_tasks * a->channels_per_task;
   int64_t c1 = AOTC_MIN(c0 + a->channels_per_task, g->batch * cout), channel;
-  int64_t r0 = task % a->row_tasks * a->rows_per_task;
+  int64_t r0 = task / channel_tasks * a->rows_per_task;
   int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows);
 #if defined(AOTC_SGEMM_PATH_AVX2) || defined(AOTC_SGEMM_PATH_AVX512)
   for (; a->lanes && c0 + AOTC_VW <= c1; c0 += AOTC_VW) {   /* whole groups; the rest below */
@@ -1139,8 +1144,8 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   }
 #endif
 #if defined(AOTC_SGEMM_PATH_AVX512)
-  if (a->slide || a->flat) {   /* whole planes */
-    aotc_conv_planes_(a, c0, c1);
+  if (a->slide || a->flat) {   /* whole planes, or the slide kernel's rows of one */
+    aotc_conv_planes_(a, c0, c1, r0, r1);
     return;
   }
 #endif
@@ -1171,6 +1176,14 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
 /* Outputs per task, about: enough to hide the dispatch (a task taken by another thread
  * costs a shared counter's cache line), small enough to spread. */
 #define AOTC_CONV_DIRECT_TASK 8192
+/* The slide and stride-2 kernels cut output planes of this many pixels or more into two
+ * halves of rows: each thread then works the half of the image that the convs around it
+ * give it and take from it (a stem's row tasks, a pointwise conv's tasks by pixels),
+ * where each thread took whole planes, half of every plane's input in the other core's
+ * cache. MobileNetV2 at two threads, per node: its 112x112 depthwise conv 79 -> 64 us,
+ * the pointwise convs after the two 11-20 us faster each, the stride-2 one 9 us slower;
+ * the model 0.987x the time (1.003x at one thread). */
+#define AOTC_CONV_DIRECT_HALVES_MIN (56 * 56)
 
 AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
                                      const float *w, const float *bias, const float *residual, float *y,
@@ -1215,10 +1228,12 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
   if (lanes_pay && aotc_conv_lanes_plan_(g, &lanes) && aotc_conv_weights_finite_(w, g->cout_g * g->group * 9))
     a.lanes = &lanes;
 #endif
-  a.rows_per_task = a.slide || a.flat || a.lanes ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
+  a.rows_per_task = a.flat || a.lanes ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
+  if ((a.slide || a.s2) && rows * ow_n >= AOTC_CONV_DIRECT_HALVES_MIN) a.rows_per_task = (rows + 1) / 2;
+  else if (a.slide) a.rows_per_task = rows;
   a.row_tasks = (rows + a.rows_per_task - 1) / a.rows_per_task;
   /* planes smaller than a task: whole planes, several to a task */
-  a.channels_per_task = a.row_tasks > 1 ? 1 : AOTC_MAX(1, AOTC_CONV_DIRECT_TASK / AOTC_MAX(rows * ow_n, 1));
+  a.channels_per_task = AOTC_MAX(1, AOTC_CONV_DIRECT_TASK / AOTC_MAX(a.rows_per_task * ow_n, 1));
   if (a.lanes) a.channels_per_task = (a.channels_per_task + AOTC_VW - 1) / AOTC_VW * AOTC_VW;   /* whole groups */
   aotc_conv_valid_range_(-g->pad[2], g->stride[2], g->in[2], g->out[2], &a.inner_lo, &unused);
   aotc_conv_valid_range_((g->kernel[2] - 1) * g->dilation[2] - g->pad[2], g->stride[2], g->in[2],

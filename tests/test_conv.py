@@ -717,19 +717,22 @@ def test_simd_kernels_run_clean_under_sanitizers(tmp_path, pixels, request):
     assert run_sanitized(tmp_path, sess.name, flags).split()[0] == "y0"
 
 
-def test_depthwise_stride_2_rows_in_exact_mode_match_the_generic_path():
+@pytest.mark.parametrize("x_shape", [(1, 4, 90, 93), (1, 3, 115, 118)])
+def test_depthwise_stride_2_rows_in_exact_mode_match_the_generic_path(x_shape):
     """Stride-2 depthwise planes too large for the flat kernel's phase planes (AVX-512:
-    16 columns a vector from even/odd windows, padding masked out): ONNX Runtime's
-    values, and in exact mode the generic path's bits."""
+    16 columns a vector from even/odd windows, padding masked out), outputs from 56x56
+    on cut into halves of rows: ONNX Runtime's values, and in exact mode the generic
+    path's bits."""
     from aotc import build
     n = helper.make_node
-    inits = {f"w{i}": random((4, 1, 3, 3), seed=i) for i in range(2)}
-    inits.update({f"b{i}": random((4,), seed=5 + i) for i in range(2)})
-    model = make_model([n("Conv", ["x", "w0", "b0"], ["y0"], group=4, strides=[2, 2], pads=[1, 1, 1, 1]),
-                        n("Conv", ["x", "w1", "b1"], ["y1"], group=4, strides=[2, 2], pads=[0, 0, 1, 1])],
-                       [("x", np.float32, (1, 4, 90, 93))], [("y0", np.float32, None), ("y1", np.float32, None)],
+    c = x_shape[1]
+    inits = {f"w{i}": random((c, 1, 3, 3), seed=i) for i in range(2)}
+    inits.update({f"b{i}": random((c,), seed=5 + i) for i in range(2)})
+    model = make_model([n("Conv", ["x", "w0", "b0"], ["y0"], group=c, strides=[2, 2], pads=[1, 1, 1, 1]),
+                        n("Conv", ["x", "w1", "b1"], ["y1"], group=c, strides=[2, 2], pads=[0, 0, 1, 1])],
+                       [("x", np.float32, x_shape)], [("y0", np.float32, None), ("y1", np.float32, None)],
                        inits)
-    x = random((1, 4, 90, 93), seed=3)
+    x = random(x_shape, seed=3)
     assert_matches_ort(model, {"x": x}, rtol=RTOL, atol=ATOL)
     want = aotc.compile(model, mode="exact", target="generic", threads=1).run({"x": x})
     got = aotc.compile(model, mode="exact", target=build.resolve_target("native"), threads=2).run({"x": x})
@@ -787,12 +790,14 @@ def test_depthwise_slide_kernel_keeps_the_row_kernels_bits():
     """AVX-512 stride-1 3x3 depthwise planes that keep their size and are at least 12
     columns wide go three output rows at a time, each input row slid a lane each way.
     Heights that leave one or two rows over, a single row, widths of one ragged vector
-    to several, Clip in registers, Sigmoid after the store, a residual Add, infinities
+    to several, planes from 56x56 on cut into halves of rows (odd heights: halves of
+    29 and 28), Clip in registers, Sigmoid after the store, a residual Add, infinities
     and a NaN in the input: ONNX Runtime's values; in exact mode the generic path's
     bits; in fast mode the same bits at 1 and 2 threads."""
     n = helper.make_node
     shapes = [(1, 3, 1, 16), (1, 2, 2, 33), (1, 4, 5, 12), (2, 3, 8, 14), (1, 3, 10, 24),
-              (1, 2, 11, 56), (1, 2, 4, 112), (1, 1, 7, 130)]
+              (1, 2, 11, 56), (1, 2, 4, 112), (1, 1, 7, 130), (1, 2, 57, 60), (2, 1, 59, 64),
+              (1, 2, 61, 56)]
     nodes, inits, inputs, outputs = [], {}, [], []
     for i, x_shape in enumerate(shapes):
         c = x_shape[1]
