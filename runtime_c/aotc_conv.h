@@ -188,7 +188,7 @@ typedef struct {
   const float *residual;        /* NULL, or added after the planes, then res_act */
   const aotc_activation *act, *res_act;
   float *y;
-  int64_t rows_per_task, row_tasks, channels_per_task;   /* a task: channels x rows */
+  int64_t rows_per_task, channels_per_task, channel_tasks;   /* a task: channels x rows */
   int64_t inner_lo, inner_hi;   /* output columns where every kx tap is inside the row */
   const struct aotc_conv_flat_ *flat;   /* AVX-512 3x3 planes, NULL: row by row */
   int slide;                            /* AVX-512 3x3 stride-1 planes by sliding rows */
@@ -1099,9 +1099,10 @@ AOTC_FN void aotc_conv_slide_rows_(int64_t h, int64_t w, const float *plane, con
 }
 
 /* Output rows [r0, r1) of planes [c0, c1) (n * Cout + co) by the slide kernel, else
- * whole planes by the flat one (else row by row). Compiled once, on its own: inlined into its callers, its loop's
- * registers went with theirs (it took 1.3x the time after a change to the stride-2
- * kernel beside it); called per channel, 7x7 planes paid for the call. */
+ * whole planes by the flat one (else row by row). Compiled once, on its own: inlined
+ * into its callers, its loop's registers went with theirs (it took 1.3x the time after a
+ * change to the stride-2 kernel beside it); called per channel, 7x7 planes paid for
+ * the call. */
 AOTC_NOINLINE void aotc_conv_planes_(const aotc_conv_direct_args_ *a, int64_t c0, int64_t c1, int64_t r0,
                                      int64_t r1) {
   const aotc_conv_geom *g = a->g;
@@ -1116,9 +1117,10 @@ AOTC_NOINLINE void aotc_conv_planes_(const aotc_conv_direct_args_ *a, int64_t c0
     float *y = a->y + channel * plane_out;
     if (a->slide && aotc_conv_weights_finite_(wk, 9))
       aotc_conv_slide_rows_(g->out[1], g->out[2], plane, wk, bias, y, r0, r1, a->act);
-    else if (a->flat) aotc_conv_flat_plane_(g, a->flat, plane, wk, bias, y, a->act);   /* (r0 = 0, r1 = all) */
+    else if (a->flat) aotc_conv_flat_plane_(g, a->flat, plane, wk, bias, y, a->act);   /* (all rows) */
     else aotc_conv_direct_rows_(a, plane, wk, bias, y + r0 * g->out[2], r0, r1);
-    if (a->residual) aotc_conv_add_residual_(a->y + first, a->y + first, a->residual + first, count, a->res_act);
+    if (a->residual)
+      aotc_conv_add_residual_(a->y + first, a->y + first, a->residual + first, count, a->res_act);
   }
 }
 #endif
@@ -1130,10 +1132,9 @@ AOTC_FN void aotc_conv_direct_task_(void *arg, int64_t task) {
   const aotc_conv_direct_args_ *a = (const aotc_conv_direct_args_ *)arg;
   const aotc_conv_geom *g = a->g;
   int64_t cout = g->cout_g * g->group, rows = g->out[0] * g->out[1], ow_n = g->out[2];
-  int64_t channel_tasks = (g->batch * cout + a->channels_per_task - 1) / a->channels_per_task;
-  int64_t c0 = task % channel_tasks * a->channels_per_task;
+  int64_t c0 = task % a->channel_tasks * a->channels_per_task;
   int64_t c1 = AOTC_MIN(c0 + a->channels_per_task, g->batch * cout), channel;
-  int64_t r0 = task / channel_tasks * a->rows_per_task;
+  int64_t r0 = task / a->channel_tasks * a->rows_per_task;
   int64_t r1 = AOTC_MIN(r0 + a->rows_per_task, rows);
 #if defined(AOTC_SGEMM_PATH_AVX2) || defined(AOTC_SGEMM_PATH_AVX512)
   for (; a->lanes && c0 + AOTC_VW <= c1; c0 += AOTC_VW) {   /* whole groups; the rest below */
@@ -1228,19 +1229,19 @@ AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, c
   if (lanes_pay && aotc_conv_lanes_plan_(g, &lanes) && aotc_conv_weights_finite_(w, g->cout_g * g->group * 9))
     a.lanes = &lanes;
 #endif
-  a.rows_per_task = a.flat || a.lanes ? rows : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
-  if ((a.slide || a.s2) && rows * ow_n >= AOTC_CONV_DIRECT_HALVES_MIN) a.rows_per_task = (rows + 1) / 2;
-  else if (a.slide) a.rows_per_task = rows;
-  a.row_tasks = (rows + a.rows_per_task - 1) / a.rows_per_task;
-  /* planes smaller than a task: whole planes, several to a task */
+  a.rows_per_task = a.flat || a.lanes || a.slide ? rows   /* whole planes */
+                                                 : AOTC_MAX(1, AOTC_MIN(rows, AOTC_CONV_DIRECT_TASK / ow_n));
+  if ((a.slide || a.s2) && rows * ow_n >= AOTC_CONV_DIRECT_HALVES_MIN)
+    a.rows_per_task = AOTC_MIN(a.rows_per_task, (rows + 1) / 2);
+  /* parts of planes smaller than a task: several planes to a task */
   a.channels_per_task = AOTC_MAX(1, AOTC_CONV_DIRECT_TASK / AOTC_MAX(a.rows_per_task * ow_n, 1));
   if (a.lanes) a.channels_per_task = (a.channels_per_task + AOTC_VW - 1) / AOTC_VW * AOTC_VW;   /* whole groups */
+  a.channel_tasks = (g->batch * g->group * g->cout_g + a.channels_per_task - 1) / a.channels_per_task;
   aotc_conv_valid_range_(-g->pad[2], g->stride[2], g->in[2], g->out[2], &a.inner_lo, &unused);
   aotc_conv_valid_range_((g->kernel[2] - 1) * g->dilation[2] - g->pad[2], g->stride[2], g->in[2],
                          g->out[2], &unused, &a.inner_hi);
   a.inner_hi = AOTC_MAX(a.inner_hi, a.inner_lo);
-  aotc_parallel_for(pool, (g->batch * g->group * g->cout_g + a.channels_per_task - 1) /
-                              a.channels_per_task * a.row_tasks,
+  aotc_parallel_for(pool, a.channel_tasks * ((rows + a.rows_per_task - 1) / a.rows_per_task),
                     aotc_conv_direct_task_, &a);
 }
 
