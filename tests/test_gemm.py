@@ -220,25 +220,26 @@ def test_the_cache_sizes_are_read_from_linux(tmp_path):
     assert build.cache_bytes(str(tmp_path / "missing")) == {}
 
 
-def _c_packer():
-    """aotc_sgemm_pack_b of runtime_c/aotc_gemm.h, built through cffi."""
+def _runtime_module(name, cdef, source, folder):
+    """C source over runtime_c's headers, built through cffi in folder and imported."""
     import cffi
     ffi = cffi.FFI()
-    ffi.cdef("void pack(int64_t N, int64_t K, const float *B, int trans, float *dst);")
-    ffi.set_source("_aotc_test_gemm_pack", """
-        #include "aotc_gemm.h"
-        void pack(int64_t N, int64_t K, const float *B, int trans, float *dst) {
-          aotc_sgemm_pack_b(N, K, B, trans ? K : N, trans, dst);
-        }""", include_dirs=[str(resources.runtime_dir())], extra_compile_args=["-std=c99"])
-    return ffi
+    ffi.cdef(cdef)
+    ffi.set_source(name, source, include_dirs=[str(resources.runtime_dir())], extra_compile_args=["-std=c99"])
+    path = ffi.compile(tmpdir=str(folder), verbose=False)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_python_packing_gives_the_c_packers_bytes(tmp_path):
-    ffi = _c_packer()
-    path = ffi.compile(tmpdir=str(tmp_path), verbose=False)
-    spec = importlib.util.spec_from_file_location("_aotc_test_gemm_pack", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    cdef = "void pack(int64_t N, int64_t K, const float *B, int trans, float *dst);"
+    module = _runtime_module("_aotc_test_gemm_pack", cdef, """
+        #include "aotc_gemm.h"
+        void pack(int64_t N, int64_t K, const float *B, int trans, float *dst) {
+          aotc_sgemm_pack_b(N, K, B, trans ? K : N, trans, dst);
+        }""", tmp_path)
     for K, N in [(300, 70), (1, 1), (256, 32), (513, 33), (7, 100)]:
         b = random((K, N), seed=K + N)
         want = pack_b(b)
@@ -250,14 +251,13 @@ def test_python_packing_gives_the_c_packers_bytes(tmp_path):
             assert np.isnan(got[want.size:]).all(), "the C packer wrote past the packed size"
 
 
-def _c_splitter(tmp_path):
+@pytest.fixture(scope="module")
+def split(tmp_path_factory):
     """aotc_sgemm_split_ of runtime_c/aotc_gemm.h through cffi: for an M x N product (and
     whether rows go first), its panels, tasks, row groups and column groups, and whether
     the tasks in order never return to an earlier group of rows."""
-    import cffi
-    ffi = cffi.FFI()
-    ffi.cdef("void split(int64_t M, int64_t N, int rows_first, int64_t *out);")
-    ffi.set_source("_aotc_test_gemm_split", """
+    cdef = "void split(int64_t M, int64_t N, int rows_first, int64_t *out);"
+    module = _runtime_module("_aotc_test_gemm_split", cdef, """
         #define AOTC_NO_THREADS
         #include <string.h>
         #include "aotc_gemm.h"
@@ -279,25 +279,20 @@ def _c_splitter(tmp_path):
             aotc_sgemm_task_at_(&j, t, &p0, &s0);
             if (p0 < last) out[4] = 0;
           }
-        }""", include_dirs=[str(resources.runtime_dir())], extra_compile_args=["-std=c99"])
-    path = ffi.compile(tmpdir=str(tmp_path), verbose=False)
-    spec = importlib.util.spec_from_file_location("_aotc_test_gemm_split", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+        }""", tmp_path_factory.mktemp("split"))
 
-    def split(M, N, rows_first):
+    def cut(M, N, rows_first):
         out = module.ffi.new("int64_t[5]")
         module.lib.split(M, N, rows_first, out)
         return dict(zip(("panels", "tasks", "row_groups", "column_groups", "rows_in_order"), out))
-    return split
+    return cut
 
 
 @pytest.mark.parametrize("M, N", [(49, 960), (196, 144), (784, 32), (3136, 144), (1, 1000)])
-def test_a_product_cut_rows_first_has_more_groups_of_rows_and_fewer_of_columns(tmp_path, M, N):
+def test_a_product_cut_rows_first_has_more_groups_of_rows_and_fewer_of_columns(split, M, N):
     """A channels-last pointwise conv's pixels are its product's rows: cut by them first,
     each end of the task order that a pool thread takes from is a run of the image's rows
     (aotc_conv_pointwise_nhwc)."""
-    split = _c_splitter(tmp_path)
     by_rows, default = split(M, N, 1), split(M, N, 0)
     assert by_rows["rows_in_order"] == default["rows_in_order"] == 1
     assert by_rows["row_groups"] >= default["row_groups"], (by_rows, default)
