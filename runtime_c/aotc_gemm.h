@@ -514,9 +514,15 @@ AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aot
  * K-block by K-block the strip stays there for the panels: with a packed A over 3 or 4
  * K-blocks taken so, BERT-base (K = 768) took 0.956x the time at one thread and 0.950x
  * at two (paired), its 128 x 768 x 768 product alone, 1024^3, ResNet-50 and the
- * 784-1024-1024-10 MLP at 64 rows within 1% either way; so at most 2 there. */
+ * 784-1024-1024-10 MLP at 64 rows within 1% either way. Over 2 K-blocks it lost as
+ * well where B is read in place (a pointwise conv's X, each row of the strip a row of
+ * the image apart): in ResNet-50 at two threads, K-block by K-block, its 512 -> 128
+ * convs at 28x28 took 347-359 us each, not 407-424, the 512 -> 256 one 730-751, not
+ * 821-858 (per node, two runs; the model 0.988x and 0.996x, paired; at one thread
+ * 0.993x and 0.999x); where B is packed it made no difference (128 x 768 x 512, 64 x
+ * 1024 x 512, 512^3, 1024 x 1024 x 512: 0.99-1.01x in a C loop). So never there: 1. */
 #define AOTC_SGEMM_WHOLE_K_BLOCKS 16   /* K-blocks at most (K <= 4096) */
-#define AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS (AOTC_L1D_BYTES >= (48 << 10) ? 2 : 4)
+#define AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS (AOTC_L1D_BYTES >= (48 << 10) ? 1 : 4)
 AOTC_FN int aotc_sgemm_whole_k_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk) {
   return j->kblocks > 1 && j->kblocks <= AOTC_SGEMM_WHOLE_K_BLOCKS && !j->make_a &&
          (!j->pa || j->kblocks <= AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS) && (blk->panel_outer || !j->trans_a);

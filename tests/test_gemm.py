@@ -179,8 +179,8 @@ def test_epilogues_match_the_separate_operators_in_fast_mode():
 def test_the_blockings_of_two_machines_give_the_same_bits(monkeypatch):
     """The build machine's caches choose (aotc_gemm_kernels.h, aotc_gemm.h) who packs A,
     the tasks below 2 MiB of L2 or one pass first, and over how many K-blocks a packed A
-    runs whole, 4 below 48 KiB of L1 data or 2: M = 300 spans more than two tasks, K = 600
-    and 1000 are 3 and 4 K-blocks."""
+    runs whole, 4 below 48 KiB of L1 data or none: M = 300 spans more than two tasks,
+    K = 600 and 1000 are 3 and 4 K-blocks."""
     products = [(300, 150, 600), (300, 40, 1000)]
     model = make_model([helper.make_node("MatMul", [f"a{i}", f"b{i}"], [f"y{i}"]) for i in range(2)],
                        [(f"{x}{i}", np.float32, shape) for i, (M, N, K) in enumerate(products)
