@@ -1652,8 +1652,8 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
  * So nothing is unfolded (the rows kernel's cost) and no tile computes the columns
  * past the output (the implicit kernel's). A 1x1 stride-1 unpadded conv's one phase
  * plane per channel is X's plane: it reads X itself, with no copy and no dispatch for
- * it. Pixel groups take each K-block of a strip in turn, AOTC_CONV_PIXELS_CHUNK at a
- * time, their sums between blocks in a buffer on the stack; the last block's tile is
+ * it. Pixel groups take each piece of K of a strip in turn, AOTC_CONV_PIXELS_CHUNK at a
+ * time, their sums between pieces in a buffer on the stack; the last piece's tile is
  * transposed in registers and stored as runs of the output channels' rows, bias,
  * residual and activation on the way. In ResNet-50 its 3x3 convs at 56x56 and 28x28
  * took 0.92-0.95x the time of the implicit and rows kernels; with weights past L2 (the
@@ -1675,12 +1675,24 @@ typedef struct {
 } aotc_conv_pixels_args_;
 
 #if defined(AOTC_SGEMM_PATH_AVX512)
-#define AOTC_CONV_PIXELS_STORES_FROM_REGISTERS 1   /* the last block's tile, transposed */
+#define AOTC_CONV_PIXELS_STORES_FROM_REGISTERS 1   /* the last piece's tile, transposed */
 #else
 #define AOTC_CONV_PIXELS_STORES_FROM_REGISTERS 0   /* through its sums, channel by channel */
 #endif
-#define AOTC_CONV_PIXELS_CHUNK 8   /* pixel groups that take each K-block of a strip in turn */
+#define AOTC_CONV_PIXELS_CHUNK 8   /* pixel groups that take each piece of a strip in turn */
+#define AOTC_CONV_PIXELS_PIECE 128   /* rows of K a tile takes at once: a divisor of AOTC_SGEMM_KC */
 #define AOTC_CONV_PIXELS_MIN_TASKS 16
+
+/* The rows of K from pc that a tile takes at once: a piece of AOTC_CONV_PIXELS_PIECE, half
+ * a K-block, so that a piece of the strip and the tile's inputs (a row of up to 14
+ * floats of each input channel, a line or two) stay in L1 together for the chunk's
+ * tiles: at K = 256 the whole strip (32 KiB) beside the inputs (up to 32 KiB) outgrew
+ * a Xeon's 48 KiB. ResNet-50's 14x14 stage alone (its 256 -> 1024 convs on this
+ * kernel) took 0.979x the time at two threads and 0.978x at one (paired, the same
+ * bits), those convs 407-429 -> 359-373 us each at two threads; in the whole model,
+ * where their weights and residual come from further away, 2-4% less each and the
+ * model 0.999x and 0.997x. Pieces of 64: the same as 128. */
+AOTC_FN int64_t aotc_conv_pixels_piece_(int64_t K, int64_t pc) { return AOTC_MIN(AOTC_CONV_PIXELS_PIECE, K - pc); }
 
 /* Group `gi` is output row oh's pixels [ow0, ow0 + rows): each row cut evenly. */
 AOTC_FN void aotc_conv_pixels_group_(const aotc_conv_pixels_args_ *a, int64_t gi, int64_t *oh,
@@ -1691,7 +1703,7 @@ AOTC_FN void aotc_conv_pixels_group_(const aotc_conv_pixels_args_ *a, int64_t gi
   *rows = (j + 1) * ow_n / a->per_row - *ow0;
 }
 
-/* What a tile fetches of the next tile's inputs: `count` of its K-block's rows (one per
+/* What a tile fetches of the next tile's inputs: `count` of its piece's rows (one per
  * step), each `rows` floats at src + off[k]. */
 typedef struct {
   const float *src;
@@ -1699,16 +1711,16 @@ typedef struct {
   int64_t count, rows;
 } aotc_conv_pixels_next_;
 
-/* For the tile of group gi (of the chunk from gc, groups below g1) over the K-block from
+/* For the tile of group gi (of the chunk from gc, groups below g1) over the piece from
  * pc: the inputs of the task's next tile, which it reads first on the task's first strip
  * (the strips after it find them in L2): the chunk's next group, else the chunk's first
- * group over the next K-block, else the next chunk's first group. Each row of a group is
+ * group over the next piece, else the next chunk's first group. Each row of a group is
  * up to 14 floats of one input channel, a channel's plane apart from the next: no stream
  * the hardware's prefetch follows (as the rows kernel's X^T: aotc_sgemm_next_a_rows_). */
 AOTC_FN void aotc_conv_pixels_next_at_(const aotc_conv_pixels_args_ *a, int64_t gi, int64_t gc, int64_t g1,
                                        int64_t pc, aotc_conv_pixels_next_ *next) {
   const aotc_conv_geom *g = a->ph.g;
-  const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], kc = AOTC_MIN(AOTC_SGEMM_KC, K - pc);
+  const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], kc = aotc_conv_pixels_piece_(K, pc);
   int64_t oh, ow0;
   next->count = 0;
   if (gi + 1 < AOTC_MIN(gc + AOTC_CONV_PIXELS_CHUNK, g1)) gi++;
@@ -1718,11 +1730,11 @@ AOTC_FN void aotc_conv_pixels_next_at_(const aotc_conv_pixels_args_ *a, int64_t 
   aotc_conv_pixels_group_(a, gi, &oh, &ow0, &next->rows);
   next->src = a->planes + oh * a->ph.wq + ow0;
   next->off = a->koff + pc;
-  next->count = AOTC_MIN(kc, AOTC_MIN(AOTC_SGEMM_KC, K - pc));
+  next->count = AOTC_MIN(kc, aotc_conv_pixels_piece_(K, pc));
 }
 
-/* The tile of `rows` pixels over the K-block from pc of strip s: pixel i's inputs at
- * src + koff[k] + i. It starts from its sums (rows x 32) but on the first K-block,
+/* The tile of `rows` pixels over the piece of K from pc of strip s: pixel i's inputs at
+ * src + koff[k] + i. It starts from its sums (rows x 32) but on the first piece,
  * leaves them there but on the last, which stores output channels 32 s.. from output
  * pixel `pixel` on. */
 AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_conv_pixels_args_ *a,
@@ -1732,8 +1744,8 @@ AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_c
   const aotc_conv_geom *g = a->ph.g;
   const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], out_px = g->out[1] * g->out[2];
   const int64_t c0 = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, g->cout_g - c0);
-  const int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, K - pc);
-  const float *AOTC_RESTRICT b = a->w + aotc_sgemm_packed_strip_(a->strips, K, pc, s);
+  const int64_t kc = aotc_conv_pixels_piece_(K, pc), block = pc / AOTC_SGEMM_KC * AOTC_SGEMM_KC;
+  const float *AOTC_RESTRICT b = a->w + aotc_sgemm_packed_strip_(a->strips, K, block, s) + (pc - block) * AOTC_SGEMM_NR;
   const int64_t *off = a->koff + pc;
   aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
   int64_t k, c;
@@ -1772,7 +1784,7 @@ AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_c
   }
   for (; k < kc; k++, b += AOTC_SGEMM_NR) AOTC_CONV_PIXELS_STEP_();
 #undef AOTC_CONV_PIXELS_STEP_
-  /* the sums kept for the next K-block (and, off AVX-512, for the store below) */
+  /* the sums kept for the next piece (and, off AVX-512, for the store below) */
   if (pc + kc < K || !AOTC_CONV_PIXELS_STORES_FROM_REGISTERS) {
     AOTC_UNROLL(16)
     for (i = 0; i < rows; i++) {
@@ -1835,7 +1847,7 @@ AOTC_FN void aotc_conv_pixels_task_(void *arg, int64_t t) {
   int64_t s, gc, gi, pc;
   for (s = s0; s < s1; s++)
     for (gc = g0; gc < g1; gc += AOTC_CONV_PIXELS_CHUNK)
-      for (pc = 0; pc < K; pc += AOTC_SGEMM_KC)
+      for (pc = 0; pc < K; pc += aotc_conv_pixels_piece_(K, pc))
         for (gi = gc; gi < AOTC_MIN(gc + AOTC_CONV_PIXELS_CHUNK, g1); gi++) {
           int64_t oh, ow0, rows;
           aotc_conv_pixels_next_ next;

@@ -168,16 +168,17 @@ def test_phase_plane_kernels_strides_phases_and_several_k_blocks(kernel, request
 
 def test_pixels_implicit_and_im2col_give_the_same_bits_in_exact_mode(request):
     # the same conv as 2-D (pixels, then implicit) and as 3-D of depth 1 with a depth
-    # dilation (im2col)
-    x = random((2, 12, 33, 31))
-    w = random((10, 12, 3, 4), seed=3, low=-0.5, high=0.5)
+    # dilation (im2col); K = 24 * 3 * 4 = 288: two K-blocks, and three pieces of the
+    # pixels kernel (AOTC_CONV_PIXELS_PIECE), the last ragged
+    x = random((2, 24, 33, 31))
+    w = random((10, 24, 3, 4), seed=3, low=-0.5, high=0.5)
     b = random((10,), seed=4)
     outputs = []
     for kind in ("pixels", "implicit", "im2col"):
         depth = kind == "im2col"
         if kind == "implicit":
             request.getfixturevalue("without_pixels_kernel")
-        shape = (2, 12, 1, 33, 31) if depth else x.shape
+        shape = (2, 24, 1, 33, 31) if depth else x.shape
         attrs = {"strides": [1, 2, 1] if depth else [2, 1],
                  "pads": [0, 1, 2, 0, 0, 1] if depth else [1, 2, 0, 1]}
         if depth:
@@ -290,9 +291,10 @@ def test_kernel_choice(tmp_path, x_shape, w_shape, attrs, kind):
 
 
 def test_pointwise_on_the_pixels_kernel_adds_a_residual_in_place(tmp_path):
-    """A 1x1 conv of one K-block on the pixels kernel, its residual Add fused and the
-    sum written over the residual (a buffer that dies there): ONNX Runtime's values,
-    the same bits at 1 and 2 threads."""
+    """A 1x1 conv of one K-block (two pieces of the pixels kernel: 128 and 112 rows of
+    K) on the pixels kernel, its residual Add fused and the sum written over the
+    residual (a buffer that dies there): ONNX Runtime's values, the same bits at 1 and 2
+    threads."""
     n = helper.make_node
     model = make_model([n("Sigmoid", ["r"], ["s"]), n("Conv", ["x", "w", "b"], ["c"]),
                         n("Add", ["c", "s"], ["a"]), n("Relu", ["a"], ["t"]), n("Mul", ["t", "t"], ["y"])],
