@@ -1692,7 +1692,9 @@ typedef struct {
  * bits), those convs 407-429 -> 359-373 us each at two threads; in the whole model,
  * where their weights and residual come from further away, 2-4% less each and the
  * model 0.999x and 0.997x. Pieces of 64: the same as 128. */
-AOTC_FN int64_t aotc_conv_pixels_piece_(int64_t K, int64_t pc) { return AOTC_MIN(AOTC_CONV_PIXELS_PIECE, K - pc); }
+AOTC_FN int64_t aotc_conv_pixels_piece_(int64_t K, int64_t pc) {
+  return AOTC_MIN(AOTC_CONV_PIXELS_PIECE, K - pc);
+}
 
 /* Group `gi` is output row oh's pixels [ow0, ow0 + rows): each row cut evenly. */
 AOTC_FN void aotc_conv_pixels_group_(const aotc_conv_pixels_args_ *a, int64_t gi, int64_t *oh,
@@ -1745,7 +1747,8 @@ AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_c
   const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], out_px = g->out[1] * g->out[2];
   const int64_t c0 = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, g->cout_g - c0);
   const int64_t kc = aotc_conv_pixels_piece_(K, pc), block = pc / AOTC_SGEMM_KC * AOTC_SGEMM_KC;
-  const float *AOTC_RESTRICT b = a->w + aotc_sgemm_packed_strip_(a->strips, K, block, s) + (pc - block) * AOTC_SGEMM_NR;
+  const float *AOTC_RESTRICT b =   /* the piece's first row in its K-block's strip */
+      a->w + aotc_sgemm_packed_strip_(a->strips, K, block, s) + (pc - block) * AOTC_SGEMM_NR;
   const int64_t *off = a->koff + pc;
   aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
   int64_t k, c;

@@ -520,7 +520,7 @@ AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aot
  * convs at 28x28 took 347-359 us each, not 407-424, the 512 -> 256 one 730-751, not
  * 821-858 (per node, two runs; the model 0.988x and 0.996x, paired; at one thread
  * 0.993x and 0.999x); where B is packed it made no difference (128 x 768 x 512, 64 x
- * 1024 x 512, 512^3, 1024 x 1024 x 512: 0.99-1.01x in a C loop). So never there: 1. */
+ * 1024 x 512, 512^3, 1024 x 1024 x 512: 0.99-1.01x in a C loop). So never there (1). */
 #define AOTC_SGEMM_WHOLE_K_BLOCKS 16   /* K-blocks at most (K <= 4096) */
 #define AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS (AOTC_L1D_BYTES >= (48 << 10) ? 1 : 4)
 AOTC_FN int aotc_sgemm_whole_k_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk) {

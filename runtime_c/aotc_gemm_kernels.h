@@ -70,8 +70,8 @@
  * (paired), neutral on ResNet-50 and on 3136 x 64 x 576. So the tasks pack A on cores
  * with less L2 than 2 MiB. At 128 or 64 rows, where a task's strips would all stream B
  * once per task, 3-5% slower, hence the bound on M. On the Xeon the pass is about 8% of
- * 1024^3's time (0.92x without it, its results wrong), but two other ways to pack lost
- * there: tasks cut by strips as usual, each packing the panels it reads into its own
+ * 1024^3's time (with it skipped, for timing only, 0.92x), but two other ways to pack
+ * lost there: tasks cut by strips as usual, each packing the panels it reads into its own
  * part of the scratch K-block by K-block (two tasks pack each panel; the next K-block's
  * rows fetched into L2 ahead), 1.027-1.035x the time; tasks of 5 panels over all the
  * strips, so each panel is packed once, 1.017x (paired, in a C loop at one thread). */
