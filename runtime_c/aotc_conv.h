@@ -1746,9 +1746,8 @@ AOTC_INLINE_ALWAYS void aotc_conv_pixels_tile_body_(const int rows, const aotc_c
   const aotc_conv_geom *g = a->ph.g;
   const int64_t K = g->cin_g * g->kernel[1] * g->kernel[2], out_px = g->out[1] * g->out[2];
   const int64_t c0 = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, g->cout_g - c0);
-  const int64_t kc = aotc_conv_pixels_piece_(K, pc), block = pc / AOTC_SGEMM_KC * AOTC_SGEMM_KC;
-  const float *AOTC_RESTRICT b =   /* the piece's first row in its K-block's strip */
-      a->w + aotc_sgemm_packed_strip_(a->strips, K, block, s) + (pc - block) * AOTC_SGEMM_NR;
+  const int64_t kc = aotc_conv_pixels_piece_(K, pc);
+  const float *AOTC_RESTRICT b = a->w + aotc_sgemm_packed_row_(a->strips, K, pc, s);
   const int64_t *off = a->koff + pc;
   aotc_v_ acc[AOTC_SGEMM_MR][AOTC_NV];
   int64_t k, c;

@@ -138,6 +138,12 @@ AOTC_FN int64_t aotc_sgemm_packed_strip_(int64_t strips, int64_t K, int64_t pc, 
   return pc * strips * AOTC_SGEMM_NR + s * AOTC_MIN(AOTC_SGEMM_KC, K - pc) * AOTC_SGEMM_NR;
 }
 
+/* Where row k of strip s starts in the same packed B: any k, inside its K-block's strip. */
+AOTC_FN int64_t aotc_sgemm_packed_row_(int64_t strips, int64_t K, int64_t k, int64_t s) {
+  const int64_t pc = k / AOTC_SGEMM_KC * AOTC_SGEMM_KC;
+  return aotc_sgemm_packed_strip_(strips, K, pc, s) + (k - pc) * AOTC_SGEMM_NR;
+}
+
 /* Scratch for packed A is reserved when each row panel meets enough strips of B to
  * repay the copy (a function of the shape, so callers can size scratch) ... */
 AOTC_FN int aotc_sgemm_may_pack_a_(int64_t M, int64_t N) {
