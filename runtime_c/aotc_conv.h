@@ -1409,9 +1409,7 @@ AOTC_FN void aotc_conv_implicit_task_(void *arg, int64_t t) {
   const aotc_sgemm_job_ *j = &a->j;
   float tile[AOTC_SGEMM_MR * AOTC_SGEMM_NR] AOTC_ALIGNED(64);
   int64_t p0, s0, p1, s1, pc, p, s;
-  aotc_sgemm_task_at_(j, t, &p0, &s0);
-  p1 = AOTC_MIN(p0 + j->panels_per_task, j->panels);
-  s1 = AOTC_MIN(s0 + j->strips_per_task, j->strips);
+  aotc_sgemm_task_at_(j, t, &p0, &p1, &s0, &s1);
   for (pc = 0; pc < j->K; pc += AOTC_SGEMM_KC) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     int first = pc == 0, last = pc + kc == j->K;
@@ -1637,8 +1635,7 @@ AOTC_ENGINE_FN void aotc_conv_implicit(aotc_pool *pool, const aotc_conv_geom *g,
                         a.j.bias_m, NULL, act, &extras, gemm_scratch);
         continue;
       }
-      aotc_parallel_for(pool, aotc_sgemm_div_up_(a.j.panels, a.j.panels_per_task) * a.j.ntasks_n,
-                        aotc_conv_implicit_task_, &a);
+      aotc_parallel_for(pool, aotc_sgemm_tasks_(&a.j), aotc_conv_implicit_task_, &a);
     }
 }
 

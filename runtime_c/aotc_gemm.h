@@ -303,7 +303,7 @@ AOTC_FN int64_t aotc_sgemm_a_panel_(int64_t M, int64_t K, int64_t pc, int64_t i0
 typedef struct {
   int64_t M, N, K, lda, ldb, ldc, panels, strips, kblocks;
   int even_panels;     /* the panels' heights (aotc_sgemm_panel_) */
-  int64_t panels_per_task, strips_per_task, ntasks_n;
+  int64_t panel_tasks, strip_tasks;   /* C's panels and strips cut in so many ranges */
   int columns_first;   /* aotc_sgemm_task_at_ */
   int rows_first;      /* aotc_sgemm_split_ */
   const float *A, *B, *bias_m, *bias_n;
@@ -594,7 +594,8 @@ AOTC_FN void aotc_sgemm_panel_run_(const aotc_sgemm_job_ *j, const aotc_sgemm_bl
                                  aotc_sgemm_full_strips_(j, blk), first, last ? &ep : NULL, fetch_a ? &pf : NULL);
 }
 
-/* Task t's first panel and strip. The pool's threads take the tasks from the two ends
+/* Task t's panels [*p0, *p1) and strips [*s0, *s1): range r of n over `count` is
+ * [r * count / n, (r + 1) * count / n), so the ranges differ by one at most. The pool's threads take the tasks from the two ends
  * of their order, so each thread's share is a share of C's rows (panel groups
  * outermost) or, with columns_first, of its columns: the pixels of a conv whose C is
  * channels x pixels, so that a thread works the part of the image it worked in the
@@ -603,13 +604,15 @@ AOTC_FN void aotc_sgemm_panel_run_(const aotc_sgemm_job_ *j, const aotc_sgemm_bl
  * puts two vCPUs on different dies: a core-to-core round trip of 330 ns, not 56): there
  * ResNet-50 at two threads took 0.988x the time with its pointwise convs' tasks by
  * pixels, MobileNetV2 0.986x; on one die, and at one thread, the same. Shape only. */
-AOTC_FN void aotc_sgemm_task_at_(const aotc_sgemm_job_ *j, int64_t t, int64_t *p0, int64_t *s0) {
-  const int64_t panel_tasks = aotc_sgemm_div_up_(j->panels, j->panels_per_task);
-  const int64_t p = j->columns_first ? t % panel_tasks : t / j->ntasks_n;
-  const int64_t s = j->columns_first ? t / panel_tasks : t % j->ntasks_n;
-  *p0 = p * j->panels_per_task;
-  *s0 = s * j->strips_per_task;
+AOTC_FN void aotc_sgemm_task_at_(const aotc_sgemm_job_ *j, int64_t t, int64_t *p0, int64_t *p1,
+                                 int64_t *s0, int64_t *s1) {
+  const int64_t p = j->columns_first ? t % j->panel_tasks : t / j->strip_tasks;
+  const int64_t s = j->columns_first ? t / j->panel_tasks : t % j->strip_tasks;
+  *p0 = p * j->panels / j->panel_tasks, *p1 = (p + 1) * j->panels / j->panel_tasks;
+  *s0 = s * j->strips / j->strip_tasks, *s1 = (s + 1) * j->strips / j->strip_tasks;
 }
+
+AOTC_FN int64_t aotc_sgemm_tasks_(const aotc_sgemm_job_ *j) { return j->panel_tasks * j->strip_tasks; }
 
 /* Block t of C over all of K, K outermost so C accumulates in order; or, where
  * aotc_sgemm_whole_k_ says, one pass with each tile over all of K. Within a pass the
@@ -622,11 +625,11 @@ AOTC_FN void aotc_sgemm_task_at_(const aotc_sgemm_job_ *j, int64_t t, int64_t *p
 AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float *made) {
   aotc_sgemm_block_ blk;
   aotc_sgemm_kseg_ more[AOTC_SGEMM_WHOLE_K_BLOCKS];
-  int64_t pc, u, pass;
+  int64_t pc, u, pass, p1, s1;
   int a_rows_in_place, whole, runs;
-  aotc_sgemm_task_at_(j, t, &blk.p0, &blk.s0);
-  blk.np = AOTC_MIN(blk.p0 + j->panels_per_task, j->panels) - blk.p0;
-  blk.ns = AOTC_MIN(blk.s0 + j->strips_per_task, j->strips) - blk.s0;
+  aotc_sgemm_task_at_(j, t, &blk.p0, &p1, &blk.s0, &s1);
+  blk.np = p1 - blk.p0;
+  blk.ns = s1 - blk.s0;
   blk.panel_outer = j->make_a || j->K < AOTC_SGEMM_PANEL_OUTER_BELOW_K ||
                     (j->M > j->N && blk.ns <= AOTC_SGEMM_PANEL_OUTER_MAX_STRIPS);
   whole = aotc_sgemm_whole_k_(j, &blk);
@@ -777,8 +780,9 @@ AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
   int64_t np = aotc_sgemm_div_up_(j->panels, AOTC_SGEMM_PANELS_PER_TASK);
   int64_t ns = j->packs_a_in_tasks ? 1 : aotc_sgemm_div_up_(j->strips, AOTC_SGEMM_STRIPS_PER_TASK);
   for (;;) {
+    /* (the largest range of each: ranges differ by one at most) */
     int64_t pp = aotc_sgemm_div_up_(j->panels, np), sp = aotc_sgemm_div_up_(j->strips, ns);
-    int64_t tasks = aotc_sgemm_div_up_(j->panels, pp) * aotc_sgemm_div_up_(j->strips, sp);
+    int64_t tasks = np * ns;
     /* (strips are never cut where the tasks pack A: two tasks would write one panel) */
     const int enough = tasks >= AOTC_SGEMM_MIN_TASKS && (tasks % 2 == 0 || tasks >= AOTC_SGEMM_EVEN_TASKS_BELOW);
     if (enough || (pp == 1 && (sp == 1 || j->packs_a_in_tasks))) break;
@@ -788,9 +792,8 @@ AOTC_FN void aotc_sgemm_split_(aotc_sgemm_job_ *j) {
     else if (pp > 1) np++;
     else ns++;
   }
-  j->panels_per_task = aotc_sgemm_div_up_(j->panels, np);
-  j->strips_per_task = aotc_sgemm_div_up_(j->strips, ns);
-  j->ntasks_n = aotc_sgemm_div_up_(j->strips, j->strips_per_task);
+  j->panel_tasks = np;
+  j->strip_tasks = ns;
 }
 
 /* The common driver: packed_b NULL or B already packed (then B/ldb/trans_b are
@@ -865,7 +868,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
     return;
   }
   aotc_sgemm_split_(&j);
-  aotc_parallel_for(pool, aotc_sgemm_div_up_(j.panels, j.panels_per_task) * j.ntasks_n,
+  aotc_parallel_for(pool, aotc_sgemm_tasks_(&j),
                     x.make_a ? aotc_sgemm_made_a_task_ : aotc_sgemm_block_task_, &j);
 }
 
