@@ -594,16 +594,17 @@ AOTC_FN void aotc_sgemm_panel_run_(const aotc_sgemm_job_ *j, const aotc_sgemm_bl
                                  aotc_sgemm_full_strips_(j, blk), first, last ? &ep : NULL, fetch_a ? &pf : NULL);
 }
 
-/* Task t's panels [*p0, *p1) and strips [*s0, *s1): range r of n over `count` is
- * [r * count / n, (r + 1) * count / n), so the ranges differ by one at most. The pool's threads take the tasks from the two ends
- * of their order, so each thread's share is a share of C's rows (panel groups
- * outermost) or, with columns_first, of its columns: the pixels of a conv whose C is
- * channels x pixels, so that a thread works the part of the image it worked in the
- * steps before and after (pixels as rows, Winograd's tile blocks) and reads what it
- * wrote from its own caches. That matters where the two cores share no L3 (a host that
- * puts two vCPUs on different dies: a core-to-core round trip of 330 ns, not 56): there
- * ResNet-50 at two threads took 0.988x the time with its pointwise convs' tasks by
- * pixels, MobileNetV2 0.986x; on one die, and at one thread, the same. Shape only. */
+/* Task t's panels [*p0, *p1) and strips [*s0, *s1): range r of n over `count` items is
+ * [r * count / n, (r + 1) * count / n), so the ranges differ by one item at most. The
+ * pool's threads take the tasks from the two ends of their order, so each thread's
+ * share is a share of C's rows (panel groups outermost) or, with columns_first, of its
+ * columns: the pixels of a conv whose C is channels x pixels, so that a thread works
+ * the part of the image it worked in the steps before and after (pixels as rows,
+ * Winograd's tile blocks) and reads what it wrote from its own caches. That matters
+ * where the two cores share no L3 (a host that puts two vCPUs on different dies: a
+ * core-to-core round trip of 330 ns, not 56): there ResNet-50 at two threads took
+ * 0.988x the time with its pointwise convs' tasks by pixels, MobileNetV2 0.986x; on one
+ * die, and at one thread, the same. Shape only. */
 AOTC_FN void aotc_sgemm_task_at_(const aotc_sgemm_job_ *j, int64_t t, int64_t *p0, int64_t *p1,
                                  int64_t *s0, int64_t *s1) {
   const int64_t p = j->columns_first ? t % j->panel_tasks : t / j->strip_tasks;
