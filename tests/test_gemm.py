@@ -255,7 +255,7 @@ def test_python_packing_gives_the_c_packers_bytes(tmp_path):
 @pytest.fixture(scope="module")
 def split(tmp_path_factory):
     """aotc_sgemm_split_ of runtime_c/aotc_gemm.h through cffi: for an M x N product (and
-    whether rows go first), its panels, tasks, row groups and column groups, whether
+    whether rows go first), its panels, strips, tasks, row groups and column groups, whether
     the tasks in order never return to an earlier group of rows, whether they cover each
     tile of C once, and the most and fewest tiles a task has."""
     cdef = "void split(int64_t M, int64_t N, int rows_first, int64_t *out);"
@@ -282,6 +282,7 @@ def split(tmp_path_factory):
           out[4] = 1;
           out[5] = 1;
           out[6] = 0, out[7] = j.panels * j.strips;
+          out[8] = j.strips;
           for (t = 0; t < out[1]; t++, last = p0) {
             aotc_sgemm_task_at_(&j, t, &p0, &p1, &s0, &s1);
             if (p0 < last) out[4] = 0;
@@ -295,10 +296,10 @@ def split(tmp_path_factory):
         }""", tmp_path_factory.mktemp("split"))
 
     def cut(M, N, rows_first):
-        out = module.ffi.new("int64_t[8]")   # (zeroed)
+        out = module.ffi.new("int64_t[9]")   # (zeroed)
         module.lib.split(M, N, rows_first, out)
         return dict(zip(("panels", "tasks", "row_groups", "column_groups", "rows_in_order",
-                         "covers_once", "most_tiles", "fewest_tiles"), out))
+                         "covers_once", "most_tiles", "fewest_tiles", "strips"), out))
     return cut
 
 
@@ -310,7 +311,7 @@ def test_a_products_tasks_cover_c_once_in_ranges_that_differ_by_one_at_most(spli
     of 4, 4, 4 and 2, 1.70x faster at two threads than at one; of 3, 4, 3 and 4, 1.93x)."""
     cut = split(M, N, rows_first)
     assert cut["covers_once"] == 1, cut
-    panels_each, strips_each = cut["panels"] / cut["row_groups"], -(-N // 32) / cut["column_groups"]
+    panels_each, strips_each = cut["panels"] / cut["row_groups"], cut["strips"] / cut["column_groups"]
     most = math.ceil(panels_each) * math.ceil(strips_each)
     fewest = math.floor(panels_each) * math.floor(strips_each)
     assert (cut["most_tiles"], cut["fewest_tiles"]) == (most, fewest), cut
