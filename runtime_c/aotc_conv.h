@@ -75,9 +75,15 @@ AOTC_FN int64_t aotc_conv_y_at_(const aotc_conv_geom *g, int64_t n, int64_t grp)
 
 /* ---- entry points: the kernels of the comment at the top ----------------------------- */
 
+/* w_panel_rows: 0, W as it is, or W's [Cout_g, Cin_g] of each group in the GEMM's
+ * packed-A layout (aotc_sgemm_a_panel_) with even panels of at most so many rows,
+ * packed at compile time for the target's path (aotc/ops/matmul.py's pack_a). Where
+ * that is AOTC_SGEMM_MR, the GEMM reads it as its packed A (and the scratch needs no
+ * room for packing A); in a build for another path, the tiles' panels are made from it. */
 AOTC_ENGINE_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
-                                        const float *w, const float *bias, const float *residual,
-                                        float *y, const aotc_activation *act, unsigned char *scratch);
+                                        const float *w, int64_t w_panel_rows, const float *bias,
+                                        const float *residual, float *y, const aotc_activation *act,
+                                        unsigned char *scratch);
 
 AOTC_ENGINE_FN void aotc_conv_direct(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
                                      const float *w, const float *bias, const float *residual, float *y,
@@ -166,15 +172,43 @@ AOTC_FN void aotc_conv_valid_range_(int64_t offset, int64_t stride, int64_t widt
 
 /* ---- 1x1, stride 1, no pad --------------------------------------------------------- */
 
+/* A of M rows and K columns packed with even panels of at most panel_rows rows. */
+typedef struct {
+  const float *a;
+  int64_t M, K, panel_rows;
+} aotc_conv_packed_a_;
+
+/* The GEMM's aotc_sgemm_a_maker over an A packed for another path's panels: rows
+ * [i0, i0 + rows) of K-block pc, k-major, each from the panel that holds it. */
+AOTC_FN void aotc_conv_repanel_a_(const void *ctx, float *dst, int64_t pc, int64_t kc, int64_t i0, int64_t rows) {
+  const aotc_conv_packed_a_ *p = (const aotc_conv_packed_a_ *)ctx;
+  const int64_t panels = (p->M + p->panel_rows - 1) / p->panel_rows, base = p->M / panels;
+  const int64_t taller = p->M % panels, tall_rows = taller * (base + 1);   /* the first `taller` have base + 1 */
+  int64_t i, k;
+  for (i = 0; i < rows; i++) {
+    const int64_t r = i0 + i, q = r < tall_rows ? r / (base + 1) : taller + (r - tall_rows) / base;
+    const int64_t start = q * base + AOTC_MIN(q, taller), height = base + (q < taller);
+    const float *src = p->a + aotc_sgemm_a_panel_(p->M, p->K, pc, start) + (r - start);
+    for (k = 0; k < kc; k++) dst[k * rows + i] = src[k * height];
+  }
+}
+
 AOTC_ENGINE_FN void aotc_conv_pointwise(aotc_pool *pool, const aotc_conv_geom *g, const float *x,
-                                        const float *w, const float *bias, const float *residual,
-                                        float *y, const aotc_activation *act, unsigned char *scratch) {
+                                        const float *w, int64_t w_panel_rows, const float *bias,
+                                        const float *residual, float *y, const aotc_activation *act,
+                                        unsigned char *scratch) {
   int64_t pixels = aotc_conv_volume_(g->in), n, grp;
   for (n = 0; n < g->batch; n++)
     for (grp = 0; grp < g->group; grp++) {
       int64_t yoff = aotc_conv_y_at_(g, n, grp);
-      const aotc_sgemm_extras extras = {.residual = residual ? residual + yoff : NULL, .columns_first = 1};
-      aotc_sgemm_run_(pool, g->cout_g, pixels, g->cin_g, w + grp * g->cout_g * g->cin_g, g->cin_g, 0,
+      const float *wg = w + grp * g->cout_g * g->cin_g;   /* (packed A takes as many floats) */
+      const aotc_conv_packed_a_ packed = {.a = wg, .M = g->cout_g, .K = g->cin_g, .panel_rows = w_panel_rows};
+      const aotc_sgemm_a_maker repanel = {.fn = aotc_conv_repanel_a_, .ctx = &packed};
+      const int ours = w_panel_rows == AOTC_SGEMM_MR;
+      const aotc_sgemm_extras extras = {.packed_a = ours ? wg : NULL,
+                                        .make_a = w_panel_rows && !ours ? &repanel : NULL,
+                                        .residual = residual ? residual + yoff : NULL, .columns_first = 1};
+      aotc_sgemm_run_(pool, g->cout_g, pixels, g->cin_g, wg, g->cin_g, 0,
                       x + aotc_conv_x_at_(g, n, grp), pixels, 0, NULL, y + yoff, pixels,
                       bias ? bias + grp * g->cout_g : NULL, NULL, act, &extras, scratch);
     }

@@ -2,6 +2,7 @@
 auto_pad, bias, and the six kernels (pointwise GEMM, direct depthwise, implicit GEMM over
 phase planes, "pixels": output pixels over the same planes against compile-time packed
 weights, im2col, and "rows": output pixels as GEMM rows against those weights)."""
+import re
 import subprocess
 
 import numpy as np
@@ -145,6 +146,47 @@ def test_projection_1x1_stride_2():
 
 def test_pointwise():
     check_many((2, 6, 13, 11), [((8, 6 // g, 1, 1), bias, {"group": g}) for g, bias in [(1, True), (2, False)]])
+
+
+@pytest.mark.parametrize("mode", ["fast", "exact"])
+@pytest.mark.parametrize("x_shape, w_shape, group", [
+    ((1, 300, 20, 30), (37, 300, 1, 1), 1),   # two K-blocks, ragged panels, 600 pixels
+    ((2, 64, 5, 7), (90, 32, 1, 1), 2),       # groups and images
+])
+def test_pointwise_weights_packed_at_compile_time_give_the_bits_of_weights_fed_at_run(tmp_path, mode, x_shape,
+                                                                                       w_shape, group):
+    """Weights known at compile time come in the GEMM's packed-A layout; fed at run time
+    they are read (or packed by the GEMM) as they are: the same sums."""
+    from aotc import build
+    from aotc.ops.matmul import PANEL_ROWS
+    packed = aotc.compile(conv_model(x_shape, w_shape, group=group), mode=mode, out_dir=tmp_path / "c", name="pw")
+    fed = aotc.compile(conv_model(x_shape, w_shape, group=group, weight_input=True), mode=mode,
+                       out_dir=tmp_path / "f", name="pw")
+    for folder, rows in (("c", PANEL_ROWS[build.resolve_target("native")]), ("f", 0)):
+        assert _pointwise_panel_rows((tmp_path / folder / "pw.c").read_text()) == rows
+    x, w = random(x_shape), random(w_shape, seed=1, low=-0.5, high=0.5)
+    np.testing.assert_array_equal(packed.run(x).view(np.uint32), fed.run({"x": x, "w": w})["y"].view(np.uint32))
+
+
+def _pointwise_panel_rows(c_source):
+    """The panel rows of the packed weights a generated aotc_conv_pointwise call passes
+    (its fifth argument), 0 for weights as they are."""
+    return int(re.search(r"aotc_conv_pointwise\(.*?[\])]\), (\d+), ", c_source).group(1))
+
+
+@pytest.mark.parametrize("target, built_as", [("avx512", "generic"), ("generic", "avx2")])
+def test_pointwise_weights_packed_for_another_path_give_its_exact_bits(monkeypatch, target, built_as):
+    """C generated for one target but built with another path's flags (its GEMM's panels
+    of other heights) makes its panels from the packed weights: exact mode's bits, the
+    same on every path, come out."""
+    from aotc import build
+    if built_as == "avx2" and build.resolve_target("native") == "generic":
+        pytest.skip("this machine runs no AVX2 code")
+    model, x = conv_model((1, 300, 6, 7), (37, 300, 1, 1)), random((1, 300, 6, 7))
+    want = aotc.compile(model, mode="exact", target=built_as).run(x)
+    monkeypatch.setitem(build._TARGET_FLAGS, target, build._TARGET_FLAGS[built_as])
+    got = aotc.compile(model, mode="exact", target=target).run(x)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def test_im2col_cut_into_ragged_column_blocks():
@@ -401,7 +443,6 @@ WINOGRAD_4X4_TOLERANCE = 3e-5
 
 def _winograd_tile(c_source):
     """The tile side m of the generated aotc_conv_winograd call (its third argument)."""
-    import re
     return int(re.search(r"aotc_conv_winograd\(.*?\}\}, (\d+), ", c_source).group(1))
 
 

@@ -16,7 +16,7 @@ from onnx import helper
 
 import aotc
 from aotc import build, resources
-from aotc.ops.matmul import pack_b
+from aotc.ops.matmul import PANEL_ROWS, pack_a, pack_b
 from oracle import make_model, random
 
 TARGETS = ["avx512", "avx2", "generic"]
@@ -221,12 +221,12 @@ def test_the_cache_sizes_are_read_from_linux(tmp_path):
     assert build.cache_bytes(str(tmp_path / "missing")) == {}
 
 
-def _runtime_module(name, cdef, source, folder):
+def _runtime_module(name, cdef, source, folder, flags=("-std=c99",)):
     """C source over runtime_c's headers, built through cffi in folder and imported."""
     import cffi
     ffi = cffi.FFI()
     ffi.cdef(cdef)
-    ffi.set_source(name, source, include_dirs=[str(resources.runtime_dir())], extra_compile_args=["-std=c99"])
+    ffi.set_source(name, source, include_dirs=[str(resources.runtime_dir())], extra_compile_args=list(flags))
     path = ffi.compile(tmpdir=str(folder), verbose=False)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -250,6 +250,34 @@ def test_python_packing_gives_the_c_packers_bytes(tmp_path):
                             module.ffi.cast("float *", got.ctypes.data))
             np.testing.assert_array_equal(got[:want.size].view(np.uint32), want.view(np.uint32))
             assert np.isnan(got[want.size:]).all(), "the C packer wrote past the packed size"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_python_packing_of_a_gives_each_paths_c_packer_bytes(tmp_path, target):
+    """pack_a lays A out in the panels of the target's path, as its driver packs A."""
+    _skip_unless_runnable(target)
+    cdef = "int panel_rows(void); void pack(int64_t M, int64_t K, const float *A, float *dst);"
+    module = _runtime_module(f"_aotc_test_gemm_pack_a_{target}", cdef, """
+        #include "aotc_gemm.h"
+        int panel_rows(void) { return AOTC_SGEMM_MR; }
+        void pack(int64_t M, int64_t K, const float *A, float *dst) {
+          int64_t pc, p, i0, rows;
+          for (pc = 0; pc < K; pc += AOTC_SGEMM_KC)
+            for (p = 0; p < aotc_sgemm_panels_(M); p++) {
+              aotc_sgemm_panel_(M, 1, p, &i0, &rows);
+              aotc_sgemm_pack_a_panel_(dst + aotc_sgemm_a_panel_(M, K, pc, i0), A, K, 0, pc,
+                                       AOTC_MIN(AOTC_SGEMM_KC, K - pc), i0, rows);
+            }
+        }""", tmp_path, build.c_flags(target, "fast"))
+    assert module.lib.panel_rows() == PANEL_ROWS[target]
+    for M, K in [(70, 300), (1, 1), (14, 256), (33, 513), (100, 7), (16, 2)]:
+        a = random((M, K), seed=M + K)
+        want = pack_a(a, PANEL_ROWS[target])
+        got = np.full(want.size + 16, np.nan, np.float32)   # guard past the end
+        module.lib.pack(M, K, module.ffi.cast("const float *", a.ctypes.data),
+                        module.ffi.cast("float *", got.ctypes.data))
+        np.testing.assert_array_equal(got[:want.size].view(np.uint32), want.view(np.uint32))
+        assert want.size == M * K and np.isnan(got[want.size:]).all()
 
 
 @pytest.fixture(scope="module")

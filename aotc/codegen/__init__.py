@@ -24,8 +24,8 @@ def _environment():
 
 
 class _Emitter:
-    def __init__(self, plan, name):
-        self.plan, self.name = plan, name
+    def __init__(self, plan, name, target):
+        self.plan, self.name, self.target = plan, name, target
         self.blob = WeightsBlob()
         self.functions = []   # file-scope task functions the steps asked for
 
@@ -62,7 +62,7 @@ class _Emitter:
         def y(i):
             return self.pointer(step.outputs[i], False) if step.outputs[i] is not None else "NULL"
         scratch = f"(ws + {step.scratch_offset})" if step.scratch_bytes else "NULL"
-        ctx = EmitContext(step.ctx, x, y, self.add_const, scratch, f"&{self.name}_pool", exact)
+        ctx = EmitContext(step.ctx, x, y, self.add_const, scratch, f"&{self.name}_pool", exact, self.target)
         ctx.dims = lambda k: _dims_pointer(step, k)
         ctx.task_function = self.task_function
         try:
@@ -102,7 +102,7 @@ def generate(plan, name, out_dir, target, weights_form="incbin"):
     records of the C surface."""
     if weights_form not in WEIGHTS_FORMS:
         raise ValueError(f"weights_form is one of {WEIGHTS_FORMS}")
-    emitter = _Emitter(plan, name)
+    emitter = _Emitter(plan, name, target)
     exact = plan.mode == "exact"
     steps = []
     for step in plan.steps:

@@ -154,19 +154,22 @@ class EmitContext(OpContext):
     const(array): a C pointer expression to an extra constant placed in the weights.
     scratch: a `unsigned char *` expression for the node's scratch, if it asked for any.
     pool: the thread-pool expression to pass to parallel kernels.
+    target: the GEMM path the C is built for ("avx512", "avx2" or "generic"): the
+        layout of what is packed here for it (matmul.PANEL_ROWS).
     dims(k): for an output whose shape depends on the data, a C `int64_t *` where the
         node stores its actual shape; None for other outputs.
     task_function(body): defines `static void NAME(void *arg, int64_t t) { body }` at
         file scope (for aotc_parallel_for) and returns NAME.
     """
 
-    def __init__(self, op_ctx, x_pointer, y_pointer, add_const, scratch, pool, exact):
+    def __init__(self, op_ctx, x_pointer, y_pointer, add_const, scratch, pool, exact, target):
         super().__init__(op_ctx.node, op_ctx.inputs, op_ctx.opset, op_ctx.mode)
         self.outputs = op_ctx.outputs
         self._x, self._y, self._add_const = x_pointer, y_pointer, add_const
         self.scratch = scratch
         self.pool = pool
         self.exact = exact
+        self.target = target
         self.dims = lambda k: None
         self.task_function = None
 

@@ -39,6 +39,28 @@ def sgemm_scratch_bytes(M, N, K):
     return sgemm_packed_scratch_bytes(M, N, K) + _round_up(K * _round_up(b_cols, NR) * 4, 64)
 
 
+# Rows of a panel of packed A per target (AOTC_SGEMM_MR of its GEMM path).
+PANEL_ROWS = {"avx512": 14, "avx2": 3, "generic": 4}
+
+
+def panels(M, panel_rows):
+    """The (first row, rows) of A's panels in packed A: as even as they go, at most
+    panel_rows each (aotc_sgemm_panel_ with even panels)."""
+    count = -(-M // panel_rows)
+    base, taller = divmod(M, count)
+    return [(p * base + min(p, taller), base + (p < taller)) for p in range(count)]
+
+
+def pack_a(a, panel_rows):
+    """A (M x K, float32) in the packed layout: K-blocks of KC columns, each A's panels
+    in order, a panel k-major (aotc_sgemm_a_panel_); as many floats as A."""
+    a = np.asarray(a, np.float32)
+    M, K = a.shape
+    parts = [a[i0:i0 + rows, pc:pc + KC].T.ravel()
+             for pc in range(0, K, KC) for i0, rows in panels(M, panel_rows)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+
 def pack_b(b):
     """B (K x N, float32) in the packed layout: K-blocks of KC rows, each a run of
     kc x NR strips, the last strip padded with +0."""
