@@ -2,8 +2,9 @@
 
 A constant 2-D float32 B is packed here, at compile time, into the kernel's panel
 layout (`pack_b`), so the run skips the per-call packing; the packed and unpacked
-paths give the same bits. Batched MatMul runs one sgemm per batch entry, except that
-batches sharing one B fold into the rows of a single product.
+paths give the same bits. (`pack_a` does the same for a constant A: the pointwise
+convs' weights, aotc/ops/conv.py.) Batched MatMul runs one sgemm per batch entry,
+except that batches sharing one B fold into the rows of a single product.
 """
 import numpy as np
 
