@@ -182,13 +182,12 @@ typedef struct {
  * [i0, i0 + rows) of K-block pc, k-major, each from the panel that holds it. */
 AOTC_FN void aotc_conv_repanel_a_(const void *ctx, float *dst, int64_t pc, int64_t kc, int64_t i0, int64_t rows) {
   const aotc_conv_packed_a_ *p = (const aotc_conv_packed_a_ *)ctx;
-  const int64_t panels = (p->M + p->panel_rows - 1) / p->panel_rows, base = p->M / panels;
-  const int64_t taller = p->M % panels, tall_rows = taller * (base + 1);   /* the first `taller` have base + 1 */
-  int64_t i, k;
+  int64_t i, k, r, start, height;
+  const float *src;
   for (i = 0; i < rows; i++) {
-    const int64_t r = i0 + i, q = r < tall_rows ? r / (base + 1) : taller + (r - tall_rows) / base;
-    const int64_t start = q * base + AOTC_MIN(q, taller), height = base + (q < taller);
-    const float *src = p->a + aotc_sgemm_a_panel_(p->M, p->K, pc, start) + (r - start);
+    r = i0 + i;
+    aotc_sgemm_even_panel_(p->M, p->panel_rows, aotc_sgemm_even_panel_of_(p->M, p->panel_rows, r), &start, &height);
+    src = p->a + aotc_sgemm_a_panel_(p->M, p->K, pc, start) + (r - start);
     for (k = 0; k < kc; k++) dst[k * rows + i] = src[k * height];
   }
 }

@@ -273,12 +273,24 @@ AOTC_FN void aotc_sgemm_pack_b(int64_t N, int64_t K, const float *B, int64_t ldb
  * kind of A only. */
 AOTC_FN int64_t aotc_sgemm_panels_(int64_t M) { return aotc_sgemm_div_up_(M, AOTC_SGEMM_MR); }
 
+/* Panel p of M rows cut evenly into panels of at most panel_rows rows (the first
+ * M % panels of them a row taller): its first row and rows. */
+AOTC_FN void aotc_sgemm_even_panel_(int64_t M, int64_t panel_rows, int64_t p, int64_t *start, int64_t *rows) {
+  const int64_t panels = aotc_sgemm_div_up_(M, panel_rows), base = M / panels, taller = M % panels;
+  *start = p * base + AOTC_MIN(p, taller);
+  *rows = base + (p < taller);
+}
+
+/* The even panel (as above) that holds row r. */
+AOTC_FN int64_t aotc_sgemm_even_panel_of_(int64_t M, int64_t panel_rows, int64_t r) {
+  const int64_t panels = aotc_sgemm_div_up_(M, panel_rows), base = M / panels, taller = M % panels;
+  return r < taller * (base + 1) ? r / (base + 1) : taller + (r - taller * (base + 1)) / base;
+}
+
 AOTC_FN void aotc_sgemm_panel_(int64_t M, int even, int64_t p, int64_t *start, int64_t *rows) {
   int64_t full = M / AOTC_SGEMM_MR, rem = M % AOTC_SGEMM_MR, half;
   if (even) {
-    const int64_t panels = aotc_sgemm_panels_(M), base = M / panels, taller = M % panels;
-    *start = p * base + AOTC_MIN(p, taller);
-    *rows = base + (p < taller);
+    aotc_sgemm_even_panel_(M, AOTC_SGEMM_MR, p, start, rows);
     return;
   }
   if (rem == 0 || 2 * rem >= AOTC_SGEMM_MR || full == 0 || p < full - 1) {

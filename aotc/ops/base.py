@@ -154,7 +154,7 @@ class EmitContext(OpContext):
     const(array): a C pointer expression to an extra constant placed in the weights.
     scratch: a `unsigned char *` expression for the node's scratch, if it asked for any.
     pool: the thread-pool expression to pass to parallel kernels.
-    target: the GEMM path the C is built for ("avx512", "avx2" or "generic"): the
+    target: the GEMM path the C is generated for ("avx512", "avx2" or "generic"): the
         layout of what is packed here for it (matmul.PANEL_ROWS).
     dims(k): for an output whose shape depends on the data, a C `int64_t *` where the
         node stores its actual shape; None for other outputs.

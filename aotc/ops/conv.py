@@ -618,7 +618,7 @@ def _pointwise_packed_call(ctx, g, x, w, bias, residual, y, act, scratch):
     """A pointwise conv with its weights, each group's GEMM A, packed here for the
     target's panels: the run skips packing them (what the GEMM packs per call, from 256
     input channels and 512 pixels on) and its tiles read them in order. ResNet-50 took
-    0.995x the time at one thread and 0.986x at two, MobileNetV2 the same. (C built for
+    0.995x the time at one thread and 0.986x at two; MobileNetV2 unchanged. (C built for
     another path than the target, with other panel rows, makes its panels from them.)"""
     from .matmul import PANEL_ROWS, pack_a
     rows = PANEL_ROWS[ctx.target]
