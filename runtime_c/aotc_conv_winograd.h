@@ -560,28 +560,14 @@ AOTC_NOINLINE void aotc_conv_winograd_products_(int64_t cout, int64_t cin, int64
                       m + e * aotc_conv_winograd_plane_(cout, block), block, NULL, NULL, scratch);
 }
 
-/* The row of 32 floats (two lines) at p in each of `terms` planes `plane` floats
- * apart, fetched for writing or for reading. A channel's transform writes (or reads) a
- * row in every term's plane: 16 or 36 streams, more than the hardware's prefetch
- * follows. Fetched a channel ahead (for writing by PREFETCHW: aotc/build.py's
- * -mprfchw), in builds.py ResNet-50 took 0.992-0.995x the time at two threads on one
- * L3 (43 and 48 pairs), 1.000x on two (5 pairs; in per-step profiles its Winograd
- * convs 10-40 us faster each there), 0.978x at one thread. */
-AOTC_FN void aotc_conv_winograd_fetch_rows_(const float *p, int64_t terms, int64_t plane, int write) {
-  int64_t e;
-  for (e = 0; e < terms; e++)
-    if (write) {
-      AOTC_PREFETCH_W(p + e * plane);
-      AOTC_PREFETCH_W(p + e * plane + 16);
-    } else {
-      AOTC_PREFETCH_L1(p + e * plane);
-      AOTC_PREFETCH_L1(p + e * plane + 16);
-    }
-}
-
 /* Input channels [c0, c1) of image n's block of `tiles` tiles from tile t0: B^T d B
- * into V, strip by strip, each channel's rows fetched for writing while the channel
- * before is transformed. */
+ * into V, strip by strip. A channel writes a row of 32 floats in each of its 16 or 36
+ * terms' planes, more streams than the hardware's prefetch follows, so each channel's
+ * rows are fetched for writing (PREFETCHW: aotc/build.py's -mprfchw) while the channel
+ * before is transformed, as a GEMM tile fetches its C: in builds.py ResNet-50 took
+ * 0.992-0.995x the time at two threads on one L3 (43 and 48 pairs), 1.000x on two (5
+ * pairs; in per-step profiles its Winograd convs 10-40 us faster each there), 0.978x
+ * at one thread. */
 AOTC_FN void aotc_conv_winograd_inputs_(const aotc_conv_winograd_args_ *a, int64_t n, int64_t t0, int64_t tiles,
                                         int64_t c0, int64_t c1, float *v) {
   enum { NR = AOTC_SGEMM_NR };
@@ -592,7 +578,7 @@ AOTC_FN void aotc_conv_winograd_inputs_(const aotc_conv_winograd_args_ *a, int64
     const int nruns = aotc_conv_winograd_runs_(a->rows, a->cols, t0 + s * NR, s * NR, runs);
     for (c = c0; c < c1; c++) {
       if (c + 1 < c1)
-        aotc_conv_winograd_fetch_rows_(v + aotc_sgemm_packed_row_(strips, cin, c + 1, s), a->terms, plane, 1);
+        aotc_sgemm_prefetch_tile_(v + aotc_sgemm_packed_row_(strips, cin, c + 1, s), plane, (int)a->terms, 1);
       aotc_conv_winograd_input_(a->g, a->m, a->x, n, c, runs, nruns, v + aotc_sgemm_packed_row_(strips, cin, c, s),
                                 plane);
     }
@@ -616,7 +602,7 @@ AOTC_FN void aotc_conv_winograd_outputs_(const aotc_conv_winograd_args_ *a, int6
     for (o = o0; o < o1; o++) {
       if (o + 1 < o1) {
         const float *y = a->y + ((n * g->cout_g + o + 1) * g->out[1] + y0) * g->out[2];
-        aotc_conv_winograd_fetch_rows_(m + (o + 1) * a->block + s * NR, a->terms, plane, 0);
+        aotc_sgemm_prefetch_tile_(m + (o + 1) * a->block + s * NR, plane, (int)a->terms, 0);
         for (f = 0; f < (y1 - y0) * g->out[2]; f += 16) AOTC_PREFETCH_W(y + f);
       }
       aotc_conv_winograd_output_(a, n, o, runs, nruns, m);
