@@ -566,8 +566,8 @@ AOTC_NOINLINE void aotc_conv_winograd_products_(int64_t cout, int64_t cin, int64
  * rows are fetched for writing (PREFETCHW: aotc/build.py's -mprfchw) while the channel
  * before is transformed, as a GEMM tile fetches its C: in builds.py ResNet-50 took
  * 0.992-0.995x the time at two threads on one L3 (43 and 48 pairs), 1.000x on two (5
- * pairs; in per-step profiles its Winograd convs 10-40 us faster each there), 0.978x
- * at one thread. */
+ * pairs; in per-step profiles there its eight Winograd convs of one block 10-40 us
+ * faster each, the three at 56x56 1-27), 0.978x at one thread. */
 AOTC_FN void aotc_conv_winograd_inputs_(const aotc_conv_winograd_args_ *a, int64_t n, int64_t t0, int64_t tiles,
                                         int64_t c0, int64_t c1, float *v) {
   enum { NR = AOTC_SGEMM_NR };
