@@ -2097,6 +2097,7 @@ typedef struct {
   int64_t first;           /* the tile's first output pixel */
   float *packed;           /* where the whole tile [cols, K] is unfolded, if it is */
   int64_t cols, k, panels;
+  int far;                 /* aotc_pool_far: each task takes its panel's lines first */
 } aotc_conv_unfold_args_;
 
 /* Whether the rows kernel's GEMM unfolds each panel as it goes (see above). */
@@ -2178,8 +2179,14 @@ AOTC_FN void aotc_conv_unfold_task_(void *arg, int64_t t) {
   const aotc_conv_unfold_args_ *a = (const aotc_conv_unfold_args_ *)arg;
   const int64_t pc = t / a->panels * AOTC_SGEMM_KC, kc = AOTC_MIN(AOTC_SGEMM_KC, a->k - pc);
   int64_t start, rows;
+  float *panel;
   aotc_sgemm_panel_(a->cols, 1, t % a->panels, &start, &rows);   /* (packed A: even panels) */
-  aotc_conv_unfold_panel_(a, a->packed + aotc_sgemm_a_panel_(a->cols, a->k, pc, start), pc, kc, start, rows);
+  panel = a->packed + aotc_sgemm_a_panel_(a->cols, a->k, pc, start);
+  if (a->far) {   /* both threads read the whole tile: every line is the other's too */
+    aotc_take_lines(panel, (size_t)(kc * rows) * sizeof(float));
+    aotc_lines_taken();
+  }
+  aotc_conv_unfold_panel_(a, panel, pc, kc, start, rows);
 }
 
 typedef struct {
@@ -2272,6 +2279,7 @@ AOTC_ENGINE_FN void aotc_conv_rows(aotc_pool *pool, const aotc_conv_geom *g, int
           u.packed = unfolded;
           u.cols = cols;
           u.panels = aotc_sgemm_panels_(cols);
+          u.far = aotc_pool_far(pool);
           aotc_parallel_for(pool, aotc_sgemm_div_up_(k, AOTC_SGEMM_KC) * u.panels, aotc_conv_unfold_task_, &u);
           extras.packed_a = unfolded;
         }

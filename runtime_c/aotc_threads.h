@@ -25,6 +25,14 @@ typedef struct aotc_pool { int unused; } aotc_pool;
 #define AOTC_POOL_INIT {.unused = 0}
 AOTC_FN void aotc_pool_set_threads(aotc_pool *pool, int n) { (void)pool; (void)n; }
 AOTC_FN int aotc_pool_threads(aotc_pool *pool) { (void)pool; return 1; }
+AOTC_FN int aotc_pool_far(aotc_pool *pool) {
+  (void)pool;
+#if defined(AOTC_POOL_FAR)
+  return AOTC_POOL_FAR;
+#else
+  return 0;
+#endif
+}
 AOTC_FN void aotc_parallel_for(aotc_pool *pool, int64_t count, aotc_task_fn fn, void *arg) {
   int64_t i;
   (void)pool;
@@ -86,6 +94,7 @@ typedef struct aotc_pool {
    * the pieces and waits for the workers that joined, never for one still asleep. */
   int64_t ticket;
   int64_t caller_cpu;   /* the core of the last dispatching thread, -1 if unknown */
+  int64_t far, probed_us;   /* aotc_pool_far's last answer, and when it was measured */
 } aotc_pool;
 
 #define AOTC_POOL_CLOSED_ ((int64_t)1 << 31)
@@ -285,6 +294,94 @@ AOTC_FN void aotc_parallel_for(aotc_pool *p, int64_t count, aotc_task_fn fn, voi
     pthread_mutex_unlock(&p->lock);
   }
   for (i = 0; i < count; i++) fn(arg, i);
+}
+
+/* Whether the pool's threads are far apart: a cache line's round trip between the
+ * caller and a worker slower than AOTC_POOL_FAR_NS, as between the dies of one CPU or
+ * between sockets. A VM's vCPUs may move between one die and two every few seconds
+ * (56 and 330 ns a round trip on the machine this was tuned on), so the answer is
+ * measured again when it is older than AOTC_POOL_PROBE_US, by AOTC_POOL_PROBE_TRIPS
+ * trips of a line between the two ends of a dispatch of two pieces (10-25 us far,
+ * 2-5 near; a piece that waits past AOTC_POOL_PROBE_WAIT_US gives up and the last
+ * answer stands). Kernels ask it on the calling thread, outside their dispatches;
+ * results never depend on it. A build for a known machine may fix the answer with
+ * -DAOTC_POOL_FAR=0 or 1; without atomics (AOTC_POOL_PORTABLE) it is 0. */
+#ifndef AOTC_POOL_FAR_NS
+#define AOTC_POOL_FAR_NS 250
+#endif
+#define AOTC_POOL_PROBE_US 20000
+#define AOTC_POOL_PROBE_TRIPS 32
+#define AOTC_POOL_PROBE_WAIT_US 50
+
+#if !defined(AOTC_POOL_FAR) && !defined(AOTC_POOL_PORTABLE) && (defined(__GNUC__) || defined(__clang__))
+typedef struct {
+  int64_t partner;   /* 1 once the second piece started, -1 once the first gave up on it */
+  int64_t line;      /* trip k: the first piece stores 2k + 1, the second answers 2k + 2; -1: given up */
+  int64_t us;        /* the trips' time, -1 if they did not finish */
+} aotc_pool_probe_;
+
+/* Wait until *at is `want` (or, with `or_gave_up`, -1); 0 if AOTC_POOL_PROBE_WAIT_US
+ * pass first. */
+AOTC_FN int aotc_pool_probe_wait_(int64_t *at, int64_t want, int or_gave_up) {
+  const int64_t start = aotc_pool_now_us_();
+  int i;
+  for (i = 1;; i++) {
+    const int64_t v = __atomic_load_n(at, __ATOMIC_ACQUIRE);
+    if (v == want || (or_gave_up && v == -1)) return v == want;
+    AOTC_POOL_PAUSE_();
+    if (i % AOTC_POOL_PAUSES_PER_YIELD == 0) {
+      const int64_t now = aotc_pool_now_us_();
+      if (now < start || now - start > AOTC_POOL_PROBE_WAIT_US) return 0;
+    }
+  }
+}
+
+AOTC_FN void aotc_pool_probe_piece_(void *arg, int64_t piece) {
+  aotc_pool_probe_ *s = (aotc_pool_probe_ *)arg;
+  int64_t k, expected = 0, start;
+  if (piece == 1) {   /* the worker's end: answer each trip */
+    if (!__atomic_compare_exchange_n(&s->partner, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+    for (k = 0; k < AOTC_POOL_PROBE_TRIPS; k++) {
+      if (!aotc_pool_probe_wait_(&s->line, 2 * k + 1, 1)) return;
+      __atomic_store_n(&s->line, 2 * k + 2, __ATOMIC_RELEASE);
+    }
+    return;
+  }
+  if (!aotc_pool_probe_wait_(&s->partner, 1, 0) &&   /* (one thread ran both, or the worker slept) */
+      __atomic_compare_exchange_n(&s->partner, &expected, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return;
+  start = aotc_pool_now_us_();
+  for (k = 0; k < AOTC_POOL_PROBE_TRIPS; k++) {
+    __atomic_store_n(&s->line, 2 * k + 1, __ATOMIC_RELEASE);
+    if (!aotc_pool_probe_wait_(&s->line, 2 * k + 2, 0)) {
+      __atomic_store_n(&s->line, -1, __ATOMIC_RELEASE);
+      return;
+    }
+  }
+  s->us = aotc_pool_now_us_() - start;
+}
+#endif
+
+AOTC_FN int aotc_pool_far(aotc_pool *p) {
+#if defined(AOTC_POOL_FAR)
+  (void)p;
+  return AOTC_POOL_FAR;
+#elif defined(AOTC_POOL_PORTABLE) || !(defined(__GNUC__) || defined(__clang__))
+  (void)p;
+  return 0;
+#else
+  int64_t now, last;
+  if (!p || p->nworkers == 0) return 0;
+  now = aotc_pool_now_us_();
+  last = AOTC_POOL_LOAD_(p, probed_us);
+  if (now < last || now - last >= AOTC_POOL_PROBE_US) {
+    aotc_pool_probe_ s = {0, 0, -1};
+    AOTC_POOL_STORE_(p, probed_us, now);
+    aotc_parallel_for(p, 2, aotc_pool_probe_piece_, &s);
+    if (s.us >= 0) AOTC_POOL_STORE_(p, far, s.us * 1000 > (int64_t)AOTC_POOL_FAR_NS * AOTC_POOL_PROBE_TRIPS);
+  }
+  return (int)AOTC_POOL_LOAD_(p, far);
+#endif
 }
 
 #endif

@@ -498,6 +498,34 @@ def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_pat
     assert "aotc_conv_winograd(" not in (tmp_path / "exact" / "wino.c").read_text()
 
 
+def test_taking_lines_for_far_threads_keeps_the_bits(tmp_path, without_pixels_kernel, monkeypatch):
+    """Built for threads far apart (-DAOTC_POOL_FAR=1), the tasks of a one-block
+    Winograd conv (F(4x4): 49 tiles) and of the rows kernel's whole unfolded tile (a
+    strided 3x3 conv to fewer pixels, 7x7, than channels) take the lines they write
+    with streamed zeros first: the same bits as built for near threads, at one thread
+    and at two."""
+    from aotc import build
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Conv", ["r", "w2", "b2"], ["y"], pads=[1, 1, 1, 1], strides=[4, 4])]
+    inits = {"w1": random((64, 64, 3, 3), seed=1, low=-0.2, high=0.2), "b1": random((64,), seed=2),
+             "w2": random((80, 64, 3, 3), seed=3, low=-0.2, high=0.2), "b2": random((80,), seed=4)}
+    model = make_model(nodes, [("x", np.float32, (1, 64, 28, 28))], [("y", np.float32, None)], inits)
+    feeds = {"x": random((1, 64, 28, 28), seed=5)}
+    near = aotc.compile(model, out_dir=tmp_path / "near", name="taken", threads=2)
+    code = (tmp_path / "near" / "taken.c").read_text()
+    tile, block = map(int, re.search(r"aotc_conv_winograd\(.*?\}\}, (\d+), (\d+), ", code).groups())
+    assert (tile, block) == (4, 64) and "aotc_conv_rows(" in code   # 49 tiles: one block
+    expected = near.run(feeds)["y"]
+    assert relative_error(expected, run_ort(model, feeds)["y"]) < WINOGRAD_4X4_TOLERANCE
+    c_flags = build.c_flags
+    monkeypatch.setattr(build, "c_flags", lambda *args, **kwargs: c_flags(*args, **kwargs) + ["-DAOTC_POOL_FAR=1"])
+    monkeypatch.setenv("AOTC_CACHE_DIR", str(tmp_path / "far-cache"))
+    for threads in (1, 2):
+        far = aotc.compile(model, out_dir=tmp_path / f"far{threads}", name="taken", threads=threads)
+        assert far.run(feeds)["y"].tobytes() == expected.tobytes()
+
+
 @pytest.mark.parametrize("channels, size, tile, one_block", [(256, 14, 2, True), (128, 28, 4, True),
                                                              (64, 56, 4, False), (256, 28, 2, False)])
 def test_winograd_tiles_and_blocks_follow_the_planes_and_weights(channels, size, tile, one_block):

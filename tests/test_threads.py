@@ -17,6 +17,7 @@ from aotc import resources
 CC = shutil.which(os.environ.get("CC", "cc"))
 STRESS = os.path.join(os.path.dirname(__file__), "c", "pool_stress.c")
 LEAVE_CPU = os.path.join(os.path.dirname(__file__), "c", "pool_leave_cpu.c")
+FAR = os.path.join(os.path.dirname(__file__), "c", "pool_far.c")
 
 
 def build_and_run(tmp_path, source, flags):
@@ -50,3 +51,14 @@ def test_every_piece_runs_once_per_dispatch(tmp_path, flags):
                     reason="needs Linux and two allowed cores")
 def test_a_worker_leaves_the_callers_core_and_keeps_its_mask(tmp_path):
     assert build_and_run(tmp_path, LEAVE_CPU, []) == "ok"
+
+
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+@pytest.mark.parametrize("flags", [[], ["-DAOTC_POOL_PORTABLE"], ["-fsanitize=thread"], ["-DAOTC_POOL_FAR=1"]],
+                         ids=["atomics", "portable", "tsan", "fixed"])
+def test_the_far_probe_answers_without_hanging(tmp_path, flags):
+    """aotc_pool_far (whether the pool's threads are on different dies, measured by a
+    cache line's round trips) answers 0 or 1 with a worker asleep, with one thread
+    running both ends of the probe and from inside a dispatch; fixed by its macro."""
+    assert build_and_run(tmp_path, FAR, flags) == "ok"
+
