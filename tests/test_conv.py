@@ -500,22 +500,24 @@ def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_pat
 
 def test_taking_lines_for_far_threads_keeps_the_bits(tmp_path, without_pixels_kernel, monkeypatch):
     """Built for threads far apart (-DAOTC_POOL_FAR=1), the tasks of a one-block
-    Winograd conv (F(4x4): 49 tiles) and of the rows kernel's whole unfolded tile (a
-    strided 3x3 conv to fewer pixels, 7x7, than channels) take the lines they write
-    with streamed zeros first: the same bits as built for near threads, at one thread
-    and at two."""
+    Winograd conv (F(4x4): 49 tiles), of the rows kernel's whole unfolded tile (a
+    strided 3x3 conv to fewer pixels, 7x7, than channels) and of its GEMM's packing of
+    X^T (a 1x1 conv after it, K = 256, N = 512) take the lines they write with streamed zeros first: the
+    same bits as built for near threads, at one thread and at two."""
     from aotc import build
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["r"]),
-             helper.make_node("Conv", ["r", "w2", "b2"], ["y"], pads=[1, 1, 1, 1], strides=[4, 4])]
+             helper.make_node("Conv", ["r", "w2", "b2"], ["s"], pads=[1, 1, 1, 1], strides=[4, 4]),
+             helper.make_node("Conv", ["s", "w3", "b3"], ["y"])]
     inits = {"w1": random((64, 64, 3, 3), seed=1, low=-0.2, high=0.2), "b1": random((64,), seed=2),
-             "w2": random((80, 64, 3, 3), seed=3, low=-0.2, high=0.2), "b2": random((80,), seed=4)}
+             "w2": random((256, 64, 3, 3), seed=3, low=-0.1, high=0.1), "b2": random((256,), seed=4),
+             "w3": random((512, 256, 1, 1), seed=6, low=-0.1, high=0.1), "b3": random((512,), seed=7)}
     model = make_model(nodes, [("x", np.float32, (1, 64, 28, 28))], [("y", np.float32, None)], inits)
     feeds = {"x": random((1, 64, 28, 28), seed=5)}
     near = aotc.compile(model, out_dir=tmp_path / "near", name="taken", threads=2)
     code = (tmp_path / "near" / "taken.c").read_text()
     tile, block = map(int, re.search(r"aotc_conv_winograd\(.*?\}\}, (\d+), (\d+), ", code).groups())
-    assert (tile, block) == (4, 64) and "aotc_conv_rows(" in code   # 49 tiles: one block
+    assert (tile, block) == (4, 64) and code.count("aotc_conv_rows(") == 2   # 49 tiles: one block
     expected = near.run(feeds)["y"]
     assert relative_error(expected, run_ort(model, feeds)["y"]) < WINOGRAD_4X4_TOLERANCE
     c_flags = build.c_flags
