@@ -301,10 +301,10 @@ AOTC_FN void aotc_parallel_for(aotc_pool *p, int64_t count, aotc_task_fn fn, voi
  * between sockets. A VM's vCPUs may move between one die and two every few seconds
  * (56 and 330 ns a round trip on the machine this was tuned on), so the answer is
  * measured again when it is older than AOTC_POOL_PROBE_US, by AOTC_POOL_PROBE_TRIPS
- * trips of a line between the two ends of a dispatch of two pieces (10-25 us far,
- * 2-5 near; a piece that waits past AOTC_POOL_PROBE_WAIT_US gives up and the last
- * answer stands). Kernels ask it on the calling thread, outside their dispatches;
- * results never depend on it. A build for a known machine may fix the answer with
+ * trips of a line between the two ends of a dispatch of two pieces (1-3 us near
+ * there, some 11 far; a piece that waits past AOTC_POOL_PROBE_WAIT_US gives up and
+ * the last answer stands). Kernels ask it on the calling thread, outside their
+ * dispatches; results never depend on it. A build for a known machine may fix the answer with
  * -DAOTC_POOL_FAR=0 or 1; without atomics (AOTC_POOL_PORTABLE) it is 0. */
 #ifndef AOTC_POOL_FAR_NS
 #define AOTC_POOL_FAR_NS 250
