@@ -2182,10 +2182,8 @@ AOTC_FN void aotc_conv_unfold_task_(void *arg, int64_t t) {
   float *panel;
   aotc_sgemm_panel_(a->cols, 1, t % a->panels, &start, &rows);   /* (packed A: even panels) */
   panel = a->packed + aotc_sgemm_a_panel_(a->cols, a->k, pc, start);
-  if (a->far) {   /* both threads read the whole tile: every line is the other's too */
-    aotc_take_lines(panel, (size_t)(kc * rows) * sizeof(float));
-    aotc_lines_taken();
-  }
+  /* both threads read the whole tile: every line is the other's too */
+  aotc_take_range(a->far, panel, (size_t)(kc * rows) * sizeof(float));
   aotc_conv_unfold_panel_(a, panel, pc, kc, start, rows);
 }
 

@@ -388,10 +388,7 @@ AOTC_FN void aotc_sgemm_pack_a_at_(const aotc_sgemm_job_ *j, int64_t pc, int64_t
   float *panel;
   aotc_sgemm_panel_(j->M, j->even_panels, p, &i0, &rows);
   panel = j->pa_out + aotc_sgemm_a_panel_(j->M, j->K, pc, i0);
-  if (j->far) {
-    aotc_take_lines(panel, (size_t)(kc * rows) * sizeof(float));
-    aotc_lines_taken();
-  }
+  aotc_take_range(j->far, panel, (size_t)(kc * rows) * sizeof(float));
   aotc_sgemm_pack_a_panel_(panel, j->A, j->lda, j->trans_a, pc, kc, i0, rows);
 }
 

@@ -272,6 +272,13 @@ AOTC_INLINE_ALWAYS void aotc_lines_taken(void) {
 #endif
 }
 
+/* One range taken and fenced, where `far` (aotc_pool_far); else nothing. */
+AOTC_INLINE_ALWAYS void aotc_take_range(int far, void *p, size_t bytes) {
+  if (!far) return;
+  aotc_take_lines(p, bytes);
+  aotc_lines_taken();
+}
+
 /* The 32 floats (two lines) of each of `rows` rows, `ld` apart, into L1, to be
  * written or read. */
 AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_tile_(const float *p, int64_t ld, const int rows, const int write) {
