@@ -154,7 +154,7 @@ AOTC_FN int aotc_sgemm_may_pack_a_(int64_t M, int64_t N) {
  * whose stride is a multiple of 2 KiB, which share few L1 sets; or long rows that each
  * panel reads again for many strips (a transformer's 768 -> 3072 product: 128 x 3072 x
  * 768 took 0.97-0.99 of the time on Zen 4, paired, at one and two threads; at N = 768
- * packing gained nothing there, 1.008, but on a Xeon, whose tiles take a packed A
+ * packing lost there (AOTC_SGEMM_PACK_A_MANY_N), but on a Xeon, whose tiles take a packed A
  * K-block by K-block (AOTC_SGEMM_WHOLE_K_PACKED_BLOCKS), BERT-base's 768 -> 768
  * products packed took the model 0.945x the time at one thread and 0.941x at two, the
  * 784-1024-1024-10 MLP at 64 rows 0.972x, 128 x 768 x 768 alone 0.989x, ResNet-50 and
@@ -166,7 +166,14 @@ AOTC_FN int aotc_sgemm_may_pack_a_(int64_t M, int64_t N) {
  * rows side by side in each of its rows: the pack cost ResNet-50's 1024 -> 256
  * pointwise conv at 14x14 (X^T as A) 12% more. */
 #define AOTC_SGEMM_PACK_A_LONG_K 256
-#define AOTC_SGEMM_PACK_A_MANY_N 512
+/* Long rows are packed from this many columns of C on. On cores with 32 KiB of L1,
+ * whose tiles take all of K at once from A in place (aotc_sgemm_whole_k_), the pass
+ * that packs A first cost more than it saved below 2048: on Zen 4, in place, 128 x 768
+ * x 768 took 0.991x and 0.989x the time at one thread and 0.972x at two, 64 x 1024 x
+ * 784 (the MLP's first layer at 64 rows) 0.994x and 0.967x (C loop, alternating, eight
+ * runs each); 128 x 3072 x 768 0.995x and 0.993x, within the noise, so it keeps its
+ * pack. */
+#define AOTC_SGEMM_PACK_A_MANY_N (AOTC_L1D_BYTES >= (48 << 10) ? 512 : 2048)
 AOTC_FN int aotc_sgemm_packs_a_(int64_t M, int64_t N, int64_t K, int64_t lda) {
   return aotc_sgemm_may_pack_a_(M, N) &&
          (lda % 512 == 0 || (K >= AOTC_SGEMM_PACK_A_LONG_K && N >= AOTC_SGEMM_PACK_A_MANY_N));
