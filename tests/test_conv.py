@@ -499,33 +499,45 @@ def test_winograd_matches_ort_in_fast_mode_and_is_not_used_in_exact_mode(tmp_pat
 
 
 def test_taking_lines_for_far_threads_keeps_the_bits(tmp_path, without_pixels_kernel, monkeypatch):
-    """Built for threads far apart (-DAOTC_POOL_FAR=1), the tasks of a one-block
-    Winograd conv (F(4x4): 49 tiles), of the rows kernel's whole unfolded tile (a
-    strided 3x3 conv to fewer pixels, 7x7, than channels) and of its GEMM's packing of
-    X^T (a 1x1 conv after it, K = 256, N = 512) take the lines they write with streamed zeros first: the
-    same bits as built for near threads, at one thread and at two."""
+    """Built for threads far apart (-DAOTC_POOL_FAR=1), the tasks that take the lines
+    they write with streamed zeros first give the same bits as built for near threads,
+    at one thread and at two: a one-block Winograd conv (F(4x4): 49 tiles); the rows
+    kernel's whole unfolded tile (a strided 3x3 conv to fewer pixels, 7x7, than
+    channels) and its GEMM's packing of X^T (a 1x1 conv after it, K = 256, N = 512);
+    the GEMM's blocks of C, in a pointwise conv with a fused residual and in a MatMul
+    whose rows (333 floats) share lines between the tasks' columns."""
     from aotc import build
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["r"]),
              helper.make_node("Conv", ["r", "w2", "b2"], ["s"], pads=[1, 1, 1, 1], strides=[4, 4]),
-             helper.make_node("Conv", ["s", "w3", "b3"], ["y"])]
+             helper.make_node("Conv", ["s", "w3", "b3"], ["y"]),
+             helper.make_node("Conv", ["c", "w4"], ["p"]),
+             helper.make_node("Add", ["p", "x"], ["z"])]
     inits = {"w1": random((64, 64, 3, 3), seed=1, low=-0.2, high=0.2), "b1": random((64,), seed=2),
              "w2": random((256, 64, 3, 3), seed=3, low=-0.1, high=0.1), "b2": random((256,), seed=4),
-             "w3": random((512, 256, 1, 1), seed=6, low=-0.1, high=0.1), "b3": random((512,), seed=7)}
-    model = make_model(nodes, [("x", np.float32, (1, 64, 28, 28))], [("y", np.float32, None)], inits)
-    feeds = {"x": random((1, 64, 28, 28), seed=5)}
-    near = aotc.compile(model, out_dir=tmp_path / "near", name="taken", threads=2)
-    code = (tmp_path / "near" / "taken.c").read_text()
+             "w3": random((512, 256, 1, 1), seed=6, low=-0.1, high=0.1), "b3": random((512,), seed=7),
+             "w4": random((64, 64, 1, 1), seed=8, low=-0.2, high=0.2)}
+    convs = make_model(nodes, [("x", np.float32, (1, 64, 28, 28))], [("y", np.float32, None), ("z", np.float32, None)],
+                       inits)
+    matmul = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", np.float32, (50, 70))],
+                        [("y", np.float32, None)], {"b": random((70, 333), seed=9)})
+    cases = [(convs, {"x": random((1, 64, 28, 28), seed=5)}), (matmul, {"a": random((50, 70), seed=10)})]
+    near = [aotc.compile(model, out_dir=tmp_path / f"near{i}", name="taken", threads=2) for i, (model, _) in
+            enumerate(cases)]
+    code = (tmp_path / "near0" / "taken.c").read_text()
     tile, block = map(int, re.search(r"aotc_conv_winograd\(.*?\}\}, (\d+), (\d+), ", code).groups())
     assert (tile, block) == (4, 64) and code.count("aotc_conv_rows(") == 2   # 49 tiles: one block
-    expected = near.run(feeds)["y"]
-    assert relative_error(expected, run_ort(model, feeds)["y"]) < WINOGRAD_4X4_TOLERANCE
+    assert code.count("aotc_conv_pointwise(") == 1
+    assert "aotc_sgemm_packed" in (tmp_path / "near1" / "taken.c").read_text()
+    expected = [session.run(feeds) for session, (_, feeds) in zip(near, cases)]
+    assert relative_error(expected[0]["y"], run_ort(convs, cases[0][1])["y"]) < WINOGRAD_4X4_TOLERANCE
     c_flags = build.c_flags
     monkeypatch.setattr(build, "c_flags", lambda *args, **kwargs: c_flags(*args, **kwargs) + ["-DAOTC_POOL_FAR=1"])
     monkeypatch.setenv("AOTC_CACHE_DIR", str(tmp_path / "far-cache"))
     for threads in (1, 2):
-        far = aotc.compile(model, out_dir=tmp_path / f"far{threads}", name="taken", threads=threads)
-        assert far.run(feeds)["y"].tobytes() == expected.tobytes()
+        for i, ((model, feeds), want) in enumerate(zip(cases, expected)):
+            got = aotc.compile(model, out_dir=tmp_path / f"far{threads}{i}", name="taken", threads=threads).run(feeds)
+            assert all(got[k].tobytes() == want[k].tobytes() for k in want)
 
 
 @pytest.mark.parametrize("channels, size, tile, one_block", [(256, 14, 2, True), (128, 28, 4, True),
