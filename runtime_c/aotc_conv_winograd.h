@@ -669,8 +669,8 @@ AOTC_FN void aotc_conv_winograd_products_task_(void *arg, int64_t l) {
   float *m = aotc_conv_winograd_m_(a);
   unsigned char *gemm_scratch = (unsigned char *)m + aotc_conv_winograd_part_bytes_(a->terms, cout, block) +
                                 (size_t)l * aotc_sgemm_packed_scratch_bytes(cout, block, cin);
-  aotc_take_range(a->far, m + e0 * aotc_conv_winograd_plane_(cout, block),
-                  (size_t)((e1 - e0) * aotc_conv_winograd_plane_(cout, block)) * sizeof(float));
+  const int64_t plane = aotc_conv_winograd_plane_(cout, block);
+  aotc_take_range(a->far, m + e0 * plane, (size_t)((e1 - e0) * plane) * sizeof(float));
   aotc_conv_winograd_products_(cout, cin, block, a->rows * a->cols, e0, e1, a->u, (const float *)(void *)a->scratch,
                                m, gemm_scratch);
 }

@@ -340,8 +340,7 @@ typedef struct {
   const float *pb;     /* packed B (scratch or compile time) */
   float *pb_out;       /* where to pack B, NULL when B comes packed */
   int b_in_place;      /* full strips read from B itself (aotc_sgemm_reads_b_in_place_) */
-  int far;             /* A packed here, by threads far apart (aotc_pool_far) */
-  int far_c;           /* each task takes its lines of C first (aotc_sgemm_take_block_) */
+  int far;             /* the threads are far apart (aotc_pool_far): they take the lines they write */
 } aotc_sgemm_job_;
 
 /* Of an activation (or NULL), what runs in registers (aotc_sgemm_act_v_): Relu or Clip. */
@@ -681,7 +680,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
   pass = whole ? j->K : AOTC_SGEMM_KC;   /* the columns of A one pass over the tiles takes */
   a_rows_in_place = blk.panel_outer && !j->make_a && !j->pa && !j->trans_a;
   runs = aotc_sgemm_runs_(j, &blk, whole);
-  if (j->far_c) aotc_sgemm_take_block_(j, &blk);
+  if (j->far && !j->take_c && j->residual != j->C) aotc_sgemm_take_block_(j, &blk);
   for (pc = 0; pc < j->K; pc += pass) {
     int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     int first = pc == 0, last = pc + pass >= j->K;
@@ -855,7 +854,6 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   aotc_sgemm_extras x = extras ? *extras : none;
   const float *residual = x.residual;
   aotc_sgemm_job_ j;
-  int far;
   if (M <= 0 || N <= 0) return;
   if (x.packed_a && M == 1) {   /* one row packed is the row itself */
     A = x.packed_a, lda = K, trans_a = 0;
@@ -898,9 +896,7 @@ AOTC_FN void aotc_sgemm_run_(aotc_pool *pool, int64_t M, int64_t N, int64_t K,
   j.rows_first = x.rows_first;
   if (x.packed_a) j.pa = x.packed_a;
   else if (!x.make_a && aotc_sgemm_packs_a_(M, N, K, lda)) j.pa = j.pa_out = (float *)(void *)scratch;
-  far = aotc_pool_far(pool);
-  j.far = j.pa_out && far;
-  j.far_c = far && !x.take_c && residual != C;
+  j.far = aotc_pool_far(pool);
   j.even_panels = x.make_a || j.pa || !trans_a;   /* (all but A read transposed) */
   if (!packed_b && (M > 1 || trans_b)) {
     j.pb_out = (float *)(void *)(scratch + (x.packed_a || x.make_a ? 0 : aotc_sgemm_packed_scratch_bytes(M, N, K)));
