@@ -311,11 +311,16 @@ def test_rows_kernel_with_run_time_weights():
     ((1, 240, 3, 15), (40, 240, 1, 1), {}, "pixels"),
     ((1, 300, 3, 15), (8, 300, 1, 1), {}, "rows"),
     ((1, 6, 9, 9), (8, 6, 1, 1), {"strides": [2, 2]}, "implicit"),
-    # 3x3 stride 1 with 32 or more channels in and out, 49 or more 2x2 output tiles and
-    # transformed weights within 4 MiB (64 bytes per channel pair)
+    # 3x3 stride 1 with 32 or more channels in and out and 49 or more 2x2 output tiles, or
+    # 128 channels and 16 tiles, and transformed weights within 16 MiB (64 bytes per
+    # channel pair)
     ((1, 128, 40, 40), (128, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
     ((1, 256, 14, 14), (256, 256, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
-    ((1, 256, 14, 14), (257, 256, 3, 3), {"pads": [1, 1, 1, 1]}, "rows"),
+    ((1, 512, 7, 7), (512, 512, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
+    ((1, 512, 7, 7), (513, 512, 3, 3), {"pads": [1, 1, 1, 1]}, "rows"),
+    ((1, 128, 7, 7), (128, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
+    ((1, 128, 6, 7), (128, 128, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),   # 12 tiles
+    ((1, 127, 7, 7), (128, 127, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
     ((1, 32, 13, 14), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd"),
     ((1, 31, 13, 14), (32, 31, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),
     ((1, 32, 12, 12), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "pixels"),   # 36 tiles
@@ -541,12 +546,14 @@ def test_taking_lines_for_far_threads_keeps_the_bits(tmp_path, without_pixels_ke
 
 
 @pytest.mark.parametrize("channels, size, tile, one_block", [(256, 14, 2, True), (128, 28, 4, True),
-                                                             (64, 56, 4, False), (256, 28, 2, False)])
+                                                             (64, 56, 4, False), (256, 28, 2, False),
+                                                             (512, 7, 2, True)])
 def test_winograd_tiles_and_blocks_follow_the_planes_and_weights(channels, size, tile, one_block):
     """ResNet-50's 3x3 convs at 56x56 and 28x28 take 4x4 tiles; at 14x14 (16 such
     tiles) 2x2 ones; so does a 256 -> 256 conv at 28x28, whose weights transformed for
-    4x4 tiles (9 MiB) pass WINOGRAD_MAX_WEIGHT_BYTES. Its 256 -> 256 convs at 14x14 (4 MiB
-    of transformed weights) and 128 -> 128 ones at 28x28 (2.3 MiB) read them once: the
+    4x4 tiles (9 MiB) pass WINOGRAD_4X4_MAX_WEIGHT_BYTES. Its 256 -> 256 convs at 14x14 (4
+    MiB of transformed weights), 128 -> 128 ones at 28x28 (2.3 MiB) and 512 -> 512 ones at
+    7x7 (16 MiB) read them once: the
     image's tiles in one block, its products shared out in lanes; 64 -> 64 at 56x56 (4
     MiB of transformed tiles and products, past WINOGRAD_IMAGE_BLOCK_BYTES) keeps blocks
     that fit L2, as does the 256 -> 256 conv at 28x28 (3.5 MiB)."""

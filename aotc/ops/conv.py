@@ -56,11 +56,24 @@ WINOGRAD_PLANE_PAD_FLOATS = 16  # a cache line after each term's V or M (aotc_co
 WINOGRAD_MIN_CHANNELS = 32     # input and output channels, each
 WINOGRAD_MIN_TILES = 49        # output tiles per image: 14x14 outputs and up (2x2 tiles),
                                # 28x28 and up for 4x4 tiles
+# Smaller images, down to 16 2x2 tiles (7x7 outputs), with this many channels in and out.
+# Alone, against the rows kernel at one and two threads: 512 -> 512 at 7x7 0.81x and
+# 0.70x, 256 -> 256 0.73x and 0.70x, 128 -> 128 0.85x and 0.86x, 256 -> 256 at 10x10
+# 0.62x and 0.61x; 64 -> 64 at 7x7 1.00x and 1.01x, 32 -> 32 1.15x and 2.1x (three
+# dispatches for 16 us of work). In ResNet-50 its two 512 -> 512 convs at 7x7 took
+# 2350 -> 2050 us each at one thread, 1195 -> 1086 and 1193 -> 1044 at two (per-step
+# profiles, one L3), but the model as a whole no less time (builds.py: 0.995-1.011x).
+WINOGRAD_SMALL_IMAGE_MIN_TILES = 16
+WINOGRAD_SMALL_IMAGE_MIN_CHANNELS = 128
 # The transformed weights (16/9 or 4 times the weights) are read again for each block of tiles,
 # past L2 from L3 or memory: ResNet-50's 256 -> 256 convs at 14x14 (4 MiB) took 0.87x the
 # rows kernel's time in the model at one thread in two blocks, 0.85x at two (and less
-# in one block: WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES). Larger weights are unmeasured.
-WINOGRAD_MAX_WEIGHT_BYTES = 4 << 20
+# in one block: WINOGRAD_IMAGE_BLOCK_WEIGHT_BYTES). In 2x2 tiles up to 16 MiB: alone,
+# 512 -> 512 at 14x14 took 0.72x and 0.63x the rows kernel's time, 384 -> 384 at 28x28
+# (9 MiB) 0.52x and 0.57x; ResNet-50's convs at 7x7 above. Larger ones are unmeasured, as
+# are 4x4 tiles past 4 MiB.
+WINOGRAD_MAX_WEIGHT_BYTES = 16 << 20
+WINOGRAD_4X4_MAX_WEIGHT_BYTES = 4 << 20
 # Runs of tile blocks (or of the products in a conv of one block), each with its own
 # scratch: up to this many threads share a conv.
 WINOGRAD_LANES = 4
@@ -159,27 +172,28 @@ class ConvGeometry:
     @property
     def winograd_fits(self):
         """Fast mode, 3x3, stride 1, undilated, 2-D, one group, weights known here, at
-        least WINOGRAD_MIN_CHANNELS in and out and WINOGRAD_MIN_TILES 2x2 tiles an image,
-        transformed weights of at most WINOGRAD_MAX_WEIGHT_BYTES. (ResNet-50's 7x7 convs,
-        16 tiles, stay on the rows kernel.)"""
+        least WINOGRAD_MIN_CHANNELS in and out and WINOGRAD_MIN_TILES 2x2 tiles an image
+        (or WINOGRAD_SMALL_IMAGE_MIN_CHANNELS and WINOGRAD_SMALL_IMAGE_MIN_TILES: ResNet-50's
+        7x7 convs), transformed weights of at most WINOGRAD_MAX_WEIGHT_BYTES."""
         rows, cols = self._winograd_grid(2)
+        channels = min(self.cin_g, self.cout_g)
+        enough = ((channels >= WINOGRAD_MIN_CHANNELS and rows * cols >= WINOGRAD_MIN_TILES)
+                  or (channels >= WINOGRAD_SMALL_IMAGE_MIN_CHANNELS and rows * cols >= WINOGRAD_SMALL_IMAGE_MIN_TILES))
         return (not self.exact and self.const_weights and self.group == 1
                 and self.kernel == (1, 3, 3) and self.strides == (1, 1, 1)
                 and all(d == 1 for d in self.dilations) and self.in_dims[0] == self.out_dims[0] == 1
-                and min(self.cin_g, self.cout_g) >= WINOGRAD_MIN_CHANNELS
-                and rows * cols >= WINOGRAD_MIN_TILES
-                and self._winograd_weight_bytes(2) <= WINOGRAD_MAX_WEIGHT_BYTES)
+                and enough and self._winograd_weight_bytes(2) <= WINOGRAD_MAX_WEIGHT_BYTES)
 
     @property
     def winograd_tile(self):
         """The tiles' side m of F(m x m, 3x3): 4 where an image has WINOGRAD_MIN_TILES
-        4x4 tiles and their transformed weights fit WINOGRAD_MAX_WEIGHT_BYTES, else 2.
+        4x4 tiles and their transformed weights fit WINOGRAD_4X4_MAX_WEIGHT_BYTES, else 2.
         F(4x4) multiplies 36 times per 16 outputs where F(2x2) takes 64: ResNet-50's
         64 -> 64 conv at 56x56 alone took 0.64x the time at one thread, and in the model
         its 3x3 convs at 56x56 and 28x28 0.76-0.88x (ResNet-50 0.975x). Its tiles at
         14x14 (16 of them, half a strip of the GEMM's columns) stay 2x2."""
         rows, cols = self._winograd_grid(4)
-        fits = rows * cols >= WINOGRAD_MIN_TILES and self._winograd_weight_bytes(4) <= WINOGRAD_MAX_WEIGHT_BYTES
+        fits = rows * cols >= WINOGRAD_MIN_TILES and self._winograd_weight_bytes(4) <= WINOGRAD_4X4_MAX_WEIGHT_BYTES
         return 4 if fits else 2
 
     @property
