@@ -551,12 +551,12 @@ def test_taking_lines_for_far_threads_keeps_the_bits(tmp_path, without_pixels_ke
 def test_winograd_tiles_and_blocks_follow_the_planes_and_weights(channels, size, tile, one_block):
     """ResNet-50's 3x3 convs at 56x56 and 28x28 take 4x4 tiles; at 14x14 (16 such
     tiles) 2x2 ones; so does a 256 -> 256 conv at 28x28, whose weights transformed for
-    4x4 tiles (9 MiB) pass WINOGRAD_4X4_MAX_WEIGHT_BYTES. Its 256 -> 256 convs at 14x14 (4
-    MiB of transformed weights), 128 -> 128 ones at 28x28 (2.3 MiB) and 512 -> 512 ones at
-    7x7 (16 MiB) read them once: the
-    image's tiles in one block, its products shared out in lanes; 64 -> 64 at 56x56 (4
-    MiB of transformed tiles and products, past WINOGRAD_IMAGE_BLOCK_BYTES) keeps blocks
-    that fit L2, as does the 256 -> 256 conv at 28x28 (3.5 MiB)."""
+    4x4 tiles (9 MiB) pass WINOGRAD_4X4_MAX_WEIGHT_BYTES; so do its 512 -> 512 convs at
+    7x7. Its 256 -> 256 convs at 14x14 (4 MiB of transformed weights), 128 -> 128 ones at
+    28x28 (2.3 MiB) and 512 -> 512 ones at 7x7 (16 MiB) read them once: the image's tiles
+    in one block, its products shared out in lanes; 64 -> 64 at 56x56 (4 MiB of
+    transformed tiles and products, past WINOGRAD_IMAGE_BLOCK_BYTES) keeps blocks that fit
+    L2, as does the 256 -> 256 conv at 28x28 (3.5 MiB)."""
     from aotc.ops import conv
 
     def geometry(batch=1):

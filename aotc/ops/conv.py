@@ -60,9 +60,11 @@ WINOGRAD_MIN_TILES = 49        # output tiles per image: 14x14 outputs and up (2
 # Alone, against the rows kernel at one and two threads: 512 -> 512 at 7x7 0.81x and
 # 0.70x, 256 -> 256 0.73x and 0.70x, 128 -> 128 0.85x and 0.86x, 256 -> 256 at 10x10
 # 0.62x and 0.61x; 64 -> 64 at 7x7 1.00x and 1.01x, 32 -> 32 1.15x and 2.1x (three
-# dispatches for 16 us of work). In ResNet-50 its two 512 -> 512 convs at 7x7 took
-# 2350 -> 2050 us each at one thread, 1195 -> 1086 and 1193 -> 1044 at two (per-step
-# profiles, one L3), but the model as a whole no less time (builds.py: 0.995-1.011x).
+# dispatches for 16 us of work). In benchmarks/builds.py (--conv, blocks of calls after
+# a pause: colder caches) 512 -> 512 at 7x7 0.93x and 0.74x, 128 -> 128 0.87x and 0.90x.
+# In ResNet-50 its two 512 -> 512 convs at 7x7 took 2350 -> 2050 us each at one thread,
+# 1195 -> 1086 and 1193 -> 1044 at two (per-step profiles, one L3), but the model as a
+# whole no less time (builds.py: 0.995-1.011x).
 WINOGRAD_SMALL_IMAGE_MIN_TILES = 16
 WINOGRAD_SMALL_IMAGE_MIN_CHANNELS = 128
 # The transformed weights (16/9 or 4 times the weights) are read again for each block of tiles,
