@@ -4,8 +4,10 @@ peak of one core.
     python benchmarks/gemm.py [--threads 1 2] [--calls 200] [--clock wall|cpu] [--target native]
 
 Both runtimes get the same thread count and are called alternately, in blocks of calls
-(timing.interleaved), so a busy machine slows both alike; each figure is the median
-over the calls. `--clock cpu`
+(timing.interleaved), so a busy machine slows both alike; each GFLOP/s figure is the
+median over the calls, `ratio` their ratio, and `paired` the median over pairs of
+blocks of aotc's GFLOP/s over onnxruntime's (steadier where the machine is busy in
+waves, as models.py's paired ratio). `--clock cpu`
 times the calling thread's CPU time instead of the wall clock (meaningful at one thread
 only, where the caller does all the work; it ignores time lost to other processes).
 The peak is a loop of independent FMAs on one core (24 zmm chains, or 12 ymm without
@@ -100,8 +102,8 @@ def ort_session(model, threads):
 
 
 def compare(M, N, K, threads, calls, clock, target):
-    """(aotc GFLOP/s, onnxruntime GFLOP/s): medians over about `calls` calls each, the
-    two alternating in blocks (timing.interleaved)."""
+    """(aotc GFLOP/s, onnxruntime GFLOP/s, paired ratio): medians over about `calls`
+    calls each, the two alternating in blocks (timing.interleaved)."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K), np.float32)
     b = rng.standard_normal((K, N), np.float32)
@@ -111,10 +113,10 @@ def compare(M, N, K, threads, calls, clock, target):
     run_ours = lambda: ours.run(a)   # noqa: E731
     run_theirs = lambda: theirs.run(None, {"a": a})   # noqa: E731
     np.testing.assert_allclose(run_ours(), run_theirs()[0], rtol=1e-3, atol=1e-3)
-    mine, other, _ = interleaved(run_ours, run_theirs, warmup=3, runs=calls,
-                                 block=max(5, calls // 20), clock=clock)
+    mine, other, time_ratio = interleaved(run_ours, run_theirs, warmup=3, runs=calls,
+                                          block=max(5, calls // 20), clock=clock)
     flops = 2.0 * M * N * K
-    return flops / mine / 1e9, flops / other / 1e9
+    return flops / mine / 1e9, flops / other / 1e9, 1.0 / time_ratio
 
 
 def calls_for(M, N, K, budget):
@@ -133,13 +135,14 @@ def main():
     if not args.no_peak:
         print(f"peak FMA, one core: {peak_gflops():.1f} GFLOP/s")
     print(f"clock={args.clock}, target={args.target}; GFLOP/s, median of calls in alternating blocks")
-    print(f"{'threads':>7} {'M':>5} {'N':>5} {'K':>5} {'aotc':>8} {'ort':>8} {'ratio':>6}")
+    print(f"{'threads':>7} {'M':>5} {'N':>5} {'K':>5} {'aotc':>8} {'ort':>8} {'ratio':>6} {'paired':>6}")
     for threads in args.threads:
         clock = time.thread_time if args.clock == "cpu" and threads == 1 else time.perf_counter
         for M, N, K in SHAPES:
-            ours, theirs = compare(M, N, K, threads, calls_for(M, N, K, args.budget), clock, args.target)
-            print(f"{threads:>7} {M:>5} {N:>5} {K:>5} {ours:>8.1f} {theirs:>8.1f} {ours / theirs:>6.2f}",
-                  flush=True)
+            ours, theirs, paired = compare(M, N, K, threads, calls_for(M, N, K, args.budget), clock,
+                                           args.target)
+            print(f"{threads:>7} {M:>5} {N:>5} {K:>5} {ours:>8.1f} {theirs:>8.1f} {ours / theirs:>6.3f} "
+                  f"{paired:>6.3f}", flush=True)
 
 
 if __name__ == "__main__":
