@@ -505,11 +505,12 @@ AOTC_FN void aotc_sgemm_next_a_rows_(const aotc_sgemm_job_ *j, const aotc_sgemm_
   pf->a_width = rows;
 }
 
-/* Where A is read in place row by row and the block goes panel by panel, as a panel
- * starts: the next panel's rows of its columns [pc, pc + kc) (the block's first panel on
- * the next K-block after its last), fetched into L2; of a single K-block only the first
- * AOTC_SGEMM_A_AHEAD columns, the panel's first tile fetching the rest. The tiles' 14 row
- * streams outran the hardware's prefetch: 3136 x 64 x 576 (A in L3) 195 -> 209 GFLOP/s. */
+/* Where A is read in place row by row and the block goes panel by panel, K-block by
+ * K-block, as a panel starts: the first AOTC_SGEMM_A_AHEAD of the next panel's columns
+ * [pc, pc + kc) (the block's first panel on the next K-block after its last), fetched
+ * into L2, the panel's first tile fetching the rest (aotc_sgemm_prefetch_'s a_ahead).
+ * The tiles' 14 row streams outran the hardware's prefetch (3136 x 64 x 576 with A in
+ * L3, when its tiles went K-block by K-block: 195 -> 209 GFLOP/s). */
 /* The first `cols` floats of `rows` rows of a row-major A (lda apart) into L2. */
 AOTC_FN void aotc_sgemm_prefetch_a_rows_(const float *a, int64_t lda, int64_t rows, int64_t cols) {
   int64_t r, k;
@@ -528,8 +529,22 @@ AOTC_FN void aotc_sgemm_prefetch_next_panel_(const aotc_sgemm_job_ *j, const aot
     kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
   }
   aotc_sgemm_panel_(j->M, j->even_panels, p, &i, &rows);
-  if (kc <= AOTC_SGEMM_KC) kc = AOTC_MIN(kc, AOTC_SGEMM_A_AHEAD);
-  aotc_sgemm_prefetch_a_rows_(j->A + i * j->lda + pc, j->lda, rows, kc);
+  aotc_sgemm_prefetch_a_rows_(j->A + i * j->lda + pc, j->lda, rows, AOTC_MIN(kc, AOTC_SGEMM_A_AHEAD));
+}
+
+/* Where A is read in place row by row, the block goes panel by panel and its tiles run
+ * over all of K: the next panel of the block (none after its last) for the panel's
+ * first tile to fetch into L2 over its first K-block, as many lines a step as that
+ * takes (aotc_sgemm_prefetch_'s next_panel). */
+AOTC_FN void aotc_sgemm_fetch_next_panel_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
+                                          int64_t p, aotc_sgemm_prefetch_ *pf) {
+  int64_t i;
+  if (p + 1 >= blk->p0 + blk->np) return;
+  aotc_sgemm_panel_(j->M, j->even_panels, p + 1, &i, &pf->next_panel_rows);
+  pf->next_panel = j->A + i * j->lda;
+  pf->next_panel_ld = j->lda;
+  pf->next_panel_cols = j->K;
+  pf->next_panel_per_step = aotc_sgemm_div_up_(pf->next_panel_rows * aotc_sgemm_div_up_(j->K, 16), AOTC_SGEMM_KC);
 }
 
 /* Whether each tile of the block runs over all of K at once (aotc_sgemm_kseg_) rather
@@ -715,14 +730,19 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       } else {
         a = aotc_sgemm_a_at_(j, pc, i, rows, &ars, &aks);
       }
-      if (a_rows_in_place && u % blk.ns == 0)
-        aotc_sgemm_prefetch_next_panel_(j, &blk, p, pc, AOTC_MIN(pass, j->K - pc));
+      if (a_rows_in_place && u % blk.ns == 0) {
+        if (whole)
+          aotc_sgemm_fetch_next_panel_(j, &blk, p, &pf);
+        else
+          aotc_sgemm_prefetch_next_panel_(j, &blk, p, pc, kc);
+      }
       if (whole) aotc_sgemm_more_k_(j, s, i, more);
       cp = j->C + i * j->ldc + c;
       ep = aotc_sgemm_epilogue_at_(j, i, c);
       if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u);
       aotc_sgemm_tile_for_(rows, cols)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first,
-                                       last ? &ep : NULL, pf.count > 0 || pf.a_ahead || pf.a_next ? &pf : NULL, whole ? more : NULL);
+                                       last ? &ep : NULL, pf.count > 0 || pf.a_ahead || pf.a_next || pf.next_panel ? &pf : NULL,
+                                       whole ? more : NULL);
       if (!last) continue;
       aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
       if (j->take_c) j->take_c->fn(j->take_c->ctx, cp, j->ldc, i, rows, c, cols);

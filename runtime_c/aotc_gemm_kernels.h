@@ -208,13 +208,18 @@ AOTC_INLINE_ALWAYS aotc_v_ aotc_sgemm_act_v_(aotc_v_ x, int act, aotc_v_ lo, aot
  * And a_ahead: the tile is the first of its panel's tiles on a row-major A read in
  * place (panel by panel), so it fetches its rows ahead (AOTC_SGEMM_A_AHEAD). And
  * a_next (or NULL): a_count rows of a_width floats, a_step apart, of a transposed A read
- * in place that a later tile reads first (aotc_sgemm_next_a_rows_). */
+ * in place that a later tile reads first (aotc_sgemm_next_a_rows_). And next_panel (or
+ * NULL): the tile is the first of its panel's over all of K on a row-major A read in
+ * place, and fetches the next panel: next_panel_rows rows of next_panel_cols floats,
+ * next_panel_ld apart (aotc_sgemm_fetch_next_panel_). */
 typedef struct {
   const float *p;
   int64_t step, count;
   int a_ahead;
   const float *a_next;
   int64_t a_step, a_count, a_width;
+  const float *next_panel;
+  int64_t next_panel_ld, next_panel_rows, next_panel_cols, next_panel_per_step;
 } aotc_sgemm_prefetch_;
 
 /* The K-blocks a tile goes on to after its first, in order, ended by one with kc = 0:
@@ -370,7 +375,23 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
    * ResNet-50 took 0.937x and 0.975x the time, BERT-base 0.982x, the MLP at 64 rows
    * 0.978x; at two, ResNet-50 1.000x, BERT-base 0.990x. */
 #define AOTC_SGEMM_FETCH_B_SPREAD_(k) AOTC_PREFETCH_L2(pf->p + ((k) >> 2) * pf->step + (((k) >> 1) & 1) * 16)
-  if (pf && pf->a_next && 4 * pf->count <= kc) {   /* the same, and a row of A's a step */
+  /* The next panel's lines row by row, next_panel_per_step a step over the first K-block.
+   * Where the panel before fetched all of it as it started (504 lines at 3136 x 64 x
+   * 576), that shape took 0.963x the time at one thread (builds.py --matmul, four
+   * repeats; 1.004x at two); spread over all of K instead, a line a step, 12% more in
+   * a C loop (not understood). */
+  if (pf && pf->next_panel) {
+    int64_t line_row = 0, line_col = 0;
+    for (k = 0; k < kc; k++) {
+      int64_t q;
+      AOTC_SGEMM_TILE_STEP_();
+      for (q = 0; q < pf->next_panel_per_step && line_row < pf->next_panel_rows; q++) {
+        AOTC_PREFETCH_L2(pf->next_panel + line_row * pf->next_panel_ld + line_col);
+        line_col += 16;
+        if (line_col >= pf->next_panel_cols) line_col = 0, line_row++;
+      }
+    }
+  } else if (pf && pf->a_next && 4 * pf->count <= kc) {   /* the same, and a row of A's a step */
     for (k = 0; k < kc; k++) {
       AOTC_SGEMM_TILE_STEP_();
       if (!(k & 1) && k < 4 * pf->count) AOTC_SGEMM_FETCH_B_SPREAD_(k);
