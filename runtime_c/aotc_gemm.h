@@ -456,22 +456,38 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_next_residual_(const aotc_sgemm_job_
 
 /* What tile u of K-block pc (kc rows) prefetches when the block goes strip by strip:
  * its share of the next strip, split between the np tiles on this strip; nothing after
- * the last. Panel by panel, nothing: B is in cache there, and short tiles lost 5-8%;
+ * the last. Where the tiles run over all of K (whole), the share of the next strip's
+ * first K-block, and aotc_sgemm_more_k_ gives the share of each one after; nothing after
+ * the block's last strip. Whole-K tiles fetched nothing before, and each strip's first
+ * tile streamed it from L3: with the fetch, builds.py --matmul 128,768,768 took 0.984x
+ * the time at one thread (five repeats), 128,3072,768 0.975x; BERT-base 0.981x at one
+ * thread and 0.978x at two, the MLP at 64 rows 0.972x, ResNet-50 1.001x, MobileNetV2
+ * 0.998x (builds.py --model). Panel by panel, nothing: B is in cache there, and short tiles lost 5-8%;
  * except a made A's block of one panel, whose order is the strip-by-strip one and
  * whose B (a deep conv's weights) comes from L3 once for each panel (ResNet-50's 3x3
  * conv at 7x7, when it made its panels: 1.18x the time without the fetch, 0.99x with
  * it, against its unfold stored with the tasks then cut by panels too). */
+/* Tile `part` of the np on a strip fetches rows [kc * part / np, kc * (part + 1) / np)
+ * of strip s's K-block from pc (kc rows): where they start, their step and count. */
+AOTC_FN const float *aotc_sgemm_fetch_share_(const aotc_sgemm_job_ *j, int64_t pc, int64_t s, int64_t part,
+                                             int64_t np, int64_t *step, int64_t *count) {
+  const int64_t kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc), k0 = kc * part / np;
+  *count = kc * (part + 1) / np - k0;
+  return aotc_sgemm_strip_at_(j, pc, s, step) + k0 * *step;
+}
+
 AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
-                                                     int64_t pc, int64_t kc, int64_t u) {
-  int64_t next_s = blk->s0 + u / blk->np + 1, next_pc = pc, part = u % blk->np, next_kc, k0, k1;
+                                                     int64_t pc, int64_t kc, int64_t u, int whole) {
+  int64_t next_s = blk->s0 + u / blk->np + 1, next_pc = pc;
   aotc_sgemm_prefetch_ pf = {.p = NULL};
   if (blk->panel_outer && !(j->make_a && blk->np == 1)) return pf;
-  if (next_s == blk->s0 + blk->ns) next_s = blk->s0, next_pc = pc + kc;
+  if (next_s == blk->s0 + blk->ns) {
+    if (whole) return pf;   /* (the block's last strip: its tiles took all of K) */
+    next_s = blk->s0, next_pc = pc + kc;
+  }
   if (next_pc >= j->K) return pf;
-  next_kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - next_pc);
-  k0 = next_kc * part / blk->np, k1 = next_kc * (part + 1) / blk->np;
-  pf.p = aotc_sgemm_strip_at_(j, next_pc, next_s, &pf.step) + k0 * pf.step;
-  pf.count = AOTC_MIN(k1 - k0, kc);   /* the tile's loop runs kc rows */
+  pf.p = aotc_sgemm_fetch_share_(j, next_pc, next_s, u % blk->np, blk->np, &pf.step, &pf.count);
+  pf.count = AOTC_MIN(pf.count, kc);   /* the tile's loop runs kc rows */
   return pf;
 }
 
@@ -575,13 +591,19 @@ AOTC_FN int aotc_sgemm_whole_k_(const aotc_sgemm_job_ *j, const aotc_sgemm_block
 }
 
 /* The K-blocks after the first of strip s, for a tile over all of K from row i (at most
- * AOTC_SGEMM_WHOLE_K_BLOCKS entries, the last with kc = 0). */
-AOTC_FN void aotc_sgemm_more_k_(const aotc_sgemm_job_ *j, int64_t s, int64_t i, aotc_sgemm_kseg_ *more) {
+ * AOTC_SGEMM_WHOLE_K_BLOCKS entries, the last with kc = 0); with fetch_s >= 0, the tile
+ * is `part` of the np on its strip and fetches its share of strip fetch_s in each. */
+AOTC_FN void aotc_sgemm_more_k_(const aotc_sgemm_job_ *j, int64_t s, int64_t i, int64_t fetch_s, int64_t part,
+                                int64_t np, aotc_sgemm_kseg_ *more) {
   int64_t pc, step;
   for (pc = AOTC_SGEMM_KC; pc < j->K; pc += AOTC_SGEMM_KC, more++) {
     more->b = aotc_sgemm_strip_at_(j, pc, s, &step);
     more->kc = AOTC_MIN(AOTC_SGEMM_KC, j->K - pc);
     more->a = j->pa ? j->pa + aotc_sgemm_a_panel_(j->M, j->K, pc, i) : NULL;   /* packed: its own place */
+    more->fetch = NULL;
+    if (fetch_s < 0) continue;
+    more->fetch = aotc_sgemm_fetch_share_(j, pc, fetch_s, part, np, &more->fetch_step, &more->fetch_count);
+    more->fetch_count = AOTC_MIN(more->fetch_count, more->kc / 4);   /* a row every four steps */
   }
   more->kc = 0;
 }
@@ -718,7 +740,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
         if (full == blk.ns) continue;
         u++, s += full;   /* then the ragged strip on its own, below */
       }
-      if (!whole) pf = aotc_sgemm_prefetch_at_(j, &blk, pc, kc, u);
+      pf = aotc_sgemm_prefetch_at_(j, &blk, pc, kc, u, whole);
       pf.a_ahead = a_rows_in_place && !whole && u % blk.ns == 0;   /* (the panel's first tile) */
       c = s * AOTC_SGEMM_NR, cols = AOTC_MIN(AOTC_SGEMM_NR, j->N - c);
       b = aotc_sgemm_strip_at_(j, pc, s, &bks);
@@ -736,7 +758,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
         else
           aotc_sgemm_prefetch_next_panel_(j, &blk, p, pc, kc);
       }
-      if (whole) aotc_sgemm_more_k_(j, s, i, more);
+      if (whole) aotc_sgemm_more_k_(j, s, i, pf.p ? s + 1 : -1, u % blk.np, blk.np, more);
       cp = j->C + i * j->ldc + c;
       ep = aotc_sgemm_epilogue_at_(j, i, c);
       if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u);

@@ -224,12 +224,17 @@ typedef struct {
 
 /* The K-blocks a tile goes on to after its first, in order, ended by one with kc = 0:
  * each a strip of B (rows bks apart, as the first's) and its rows, and A: where the
- * block before left it (read in place), or its own panel (packed). The sums stay in registers from block to block, where a tile per
- * K-block stored them and loaded them back (the same sums in the same order). */
+ * block before left it (read in place), or its own panel (packed). The sums stay in
+ * registers from block to block, where a tile per K-block stored them and loaded them
+ * back (the same sums in the same order). And fetch (or NULL): fetch_count <= kc / 4
+ * rows of the next strip in this K-block, fetch_step apart, that the tile fetches into
+ * L2 as it goes (as pf's p, step and count in the first K-block). */
 typedef struct {
   const float *b;
   int64_t kc;
   const float *a;   /* NULL: A goes on where the block before left it; else A's panel here */
+  const float *fetch;
+  int64_t fetch_step, fetch_count;
 } aotc_sgemm_kseg_;
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -374,7 +379,7 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
    * every fourth step: 140-144, 133-137, 172-177); in builds.py --model at one thread,
    * ResNet-50 took 0.937x and 0.975x the time, BERT-base 0.982x, the MLP at 64 rows
    * 0.978x; at two, ResNet-50 1.000x, BERT-base 0.990x. */
-#define AOTC_SGEMM_FETCH_B_SPREAD_(k) AOTC_PREFETCH_L2(pf->p + ((k) >> 2) * pf->step + (((k) >> 1) & 1) * 16)
+#define AOTC_SGEMM_FETCH_B_SPREAD_(p, step, k) AOTC_PREFETCH_L2((p) + ((k) >> 2) * (step) + (((k) >> 1) & 1) * 16)
   /* The next panel's lines row by row, next_panel_per_step a step over the first K-block.
    * Where the panel before fetched all of it as it started (504 lines at 3136 x 64 x
    * 576), that shape took 0.963x the time at one thread (builds.py --matmul, four
@@ -394,13 +399,13 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
   } else if (pf && pf->a_next && 4 * pf->count <= kc) {   /* the same, and a row of A's a step */
     for (k = 0; k < kc; k++) {
       AOTC_SGEMM_TILE_STEP_();
-      if (!(k & 1) && k < 4 * pf->count) AOTC_SGEMM_FETCH_B_SPREAD_(k);
+      if (!(k & 1) && k < 4 * pf->count) AOTC_SGEMM_FETCH_B_SPREAD_(pf->p, pf->step, k);
       if (k < pf->a_count) AOTC_PREFETCH_L2_SPAN(pf->a_next + k * pf->a_step, pf->a_width);
     }
   } else if (pf && 4 * pf->count <= kc) {
     for (k = 0; k < 4 * pf->count; k++) {
       AOTC_SGEMM_TILE_STEP_();
-      if (!(k & 1)) AOTC_SGEMM_FETCH_B_SPREAD_(k);
+      if (!(k & 1)) AOTC_SGEMM_FETCH_B_SPREAD_(pf->p, pf->step, k);
     }
   } else {
     for (k = 0; pf && k < pf->count; k++) {
@@ -409,7 +414,6 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
       AOTC_PREFETCH_L2(pf->p + k * pf->step + 16);
     }
   }
-#undef AOTC_SGEMM_FETCH_B_SPREAD_
   /* (each step, of one of the tile's rows in turn, the line AOTC_SGEMM_A_AHEAD columns
    * on: a row's line lasts 16 steps, and a tile has at most 16 rows on every path) */
   if (pf && pf->a_ahead && aks == 1) {
@@ -424,8 +428,16 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
   }
   for (; more && more->kc > 0; more++) {
     if (more->a) a = more->a;
-    for (b = more->b, k = 0; k < more->kc; k++) AOTC_SGEMM_TILE_STEP_();
+    b = more->b, k = 0;
+    if (more->fetch) {
+      for (; k < 4 * more->fetch_count; k++) {
+        AOTC_SGEMM_TILE_STEP_();
+        if (!(k & 1)) AOTC_SGEMM_FETCH_B_SPREAD_(more->fetch, more->fetch_step, k);
+      }
+    }
+    for (; k < more->kc; k++) AOTC_SGEMM_TILE_STEP_();
   }
+#undef AOTC_SGEMM_FETCH_B_SPREAD_
   /* Each part of the epilogue is tested once and then applied to every sum, in the
    * order bias_m, bias_n, residual, activation: tested sum by sum, the tests and their
    * branches cost a short tile as much as a fifth of its FMAs (224 x 128 x 24 at 85
