@@ -454,19 +454,6 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_prefetch_next_residual_(const aotc_sgemm_job_
   aotc_sgemm_prefetch_tile_(j->residual + i * j->ldc + s * AOTC_SGEMM_NR, j->ldc, (int)rows, 0);
 }
 
-/* What tile u of K-block pc (kc rows) prefetches when the block goes strip by strip:
- * its share of the next strip, split between the np tiles on this strip; nothing after
- * the last. Where the tiles run over all of K (whole), the share of the next strip's
- * first K-block, and aotc_sgemm_more_k_ gives the share of each one after; nothing after
- * the block's last strip. Whole-K tiles fetched nothing before, and each strip's first
- * tile streamed it from L3: with the fetch, builds.py --matmul 128,768,768 took 0.984x
- * the time at one thread (five repeats), 128,3072,768 0.975x; BERT-base 0.981x at one
- * thread and 0.978x at two, the MLP at 64 rows 0.972x, ResNet-50 1.001x, MobileNetV2
- * 0.998x (builds.py --model). Panel by panel, nothing: B is in cache there, and short tiles lost 5-8%;
- * except a made A's block of one panel, whose order is the strip-by-strip one and
- * whose B (a deep conv's weights) comes from L3 once for each panel (ResNet-50's 3x3
- * conv at 7x7, when it made its panels: 1.18x the time without the fetch, 0.99x with
- * it, against its unfold stored with the tasks then cut by panels too). */
 /* Tile `part` of the np on a strip fetches rows [kc * part / np, kc * (part + 1) / np)
  * of strip s's K-block from pc (kc rows): where they start, their step and count. */
 AOTC_FN const float *aotc_sgemm_fetch_share_(const aotc_sgemm_job_ *j, int64_t pc, int64_t s, int64_t part,
@@ -476,6 +463,20 @@ AOTC_FN const float *aotc_sgemm_fetch_share_(const aotc_sgemm_job_ *j, int64_t p
   return aotc_sgemm_strip_at_(j, pc, s, step) + k0 * *step;
 }
 
+/* What tile u of K-block pc (kc rows) prefetches when the block goes strip by strip:
+ * its share of the next strip, split between the np tiles on this strip; nothing after
+ * the last. Where the tiles run over all of K (whole), the share of the next strip's
+ * first K-block, and aotc_sgemm_more_k_ gives the share of each one after; nothing after
+ * the block's last strip. Whole-K tiles fetched nothing before, and each strip's first
+ * tile streamed it from L3: with the fetch, builds.py --matmul 128,768,768 took 0.984x
+ * the time at one thread (five repeats), 128,3072,768 0.975x; BERT-base 0.981x at one
+ * thread and 0.978x at two, the MLP at 64 rows 0.972x, ResNet-50 1.001x, MobileNetV2
+ * 0.998x (builds.py --model). Panel by panel, nothing: B is in cache there, and short
+ * tiles lost 5-8%; except a made A's block of one panel, whose order is the
+ * strip-by-strip one and whose B (a deep conv's weights) comes from L3 once for each
+ * panel (ResNet-50's 3x3 conv at 7x7, when it made its panels: 1.18x the time without
+ * the fetch, 0.99x with it, against its unfold stored with the tasks then cut by panels
+ * too). */
 AOTC_FN aotc_sgemm_prefetch_ aotc_sgemm_prefetch_at_(const aotc_sgemm_job_ *j, const aotc_sgemm_block_ *blk,
                                                      int64_t pc, int64_t kc, int64_t u, int whole) {
   int64_t next_s = blk->s0 + u / blk->np + 1, next_pc = pc;
@@ -560,7 +561,8 @@ AOTC_FN void aotc_sgemm_fetch_next_panel_(const aotc_sgemm_job_ *j, const aotc_s
   pf->next_panel = j->A + i * j->lda;
   pf->next_panel_ld = j->lda;
   pf->next_panel_cols = j->K;
-  pf->next_panel_per_step = aotc_sgemm_div_up_(pf->next_panel_rows * aotc_sgemm_div_up_(j->K, 16), AOTC_SGEMM_KC);
+  pf->next_panel_per_step = aotc_sgemm_div_up_(pf->next_panel_rows * aotc_sgemm_div_up_(j->K, 16),
+                                               AOTC_SGEMM_KC);   /* (its lines over the first K-block) */
 }
 
 /* Whether each tile of the block runs over all of K at once (aotc_sgemm_kseg_) rather
@@ -726,6 +728,7 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       for (u = 0; u < blk.np; u++) aotc_sgemm_pack_a_at_(j, q, AOTC_MIN(AOTC_SGEMM_KC, j->K - q), blk.p0 + u);
     for (u = 0; u < blk.np * blk.ns; u++) {
       int64_t p, s, c, cols, i, rows, ars, aks, bks;
+      int fetches;
       const float *a, *b;
       float *cp;
       aotc_sgemm_epilogue_ ep;
@@ -762,9 +765,9 @@ AOTC_FN void aotc_sgemm_block_tiles_(const aotc_sgemm_job_ *j, int64_t t, float 
       cp = j->C + i * j->ldc + c;
       ep = aotc_sgemm_epilogue_at_(j, i, c);
       if (last && j->residual) aotc_sgemm_prefetch_next_residual_(j, &blk, u);
-      aotc_sgemm_tile_for_(rows, cols)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first,
-                                       last ? &ep : NULL, pf.count > 0 || pf.a_ahead || pf.a_next || pf.next_panel ? &pf : NULL,
-                                       whole ? more : NULL);
+      fetches = pf.count > 0 || pf.a_ahead || pf.a_next || pf.next_panel;
+      aotc_sgemm_tile_for_(rows, cols)(kc, a, ars, aks, b, bks, cp, j->ldc, cols, first, last ? &ep : NULL,
+                                       fetches ? &pf : NULL, whole ? more : NULL);
       if (!last) continue;
       aotc_activation_apply_2d(j->act_after, cp, j->ldc, rows, cols);   /* still in L1 */
       if (j->take_c) j->take_c->fn(j->take_c->ctx, cp, j->ldc, i, rows, c, cols);
