@@ -383,8 +383,10 @@ AOTC_INLINE_ALWAYS void aotc_sgemm_tile_body_(const int rows, const int nv, int6
   /* The next panel's lines row by row, next_panel_per_step a step over the first K-block.
    * Where the panel before fetched all of it as it started (504 lines at 3136 x 64 x
    * 576), that shape took 0.963x the time at one thread (builds.py --matmul, four
-   * repeats; 1.004x at two); spread over all of K instead, a line a step, 12% more in
-   * a C loop (not understood). */
+   * repeats; 1.004x at two). A first version, its loop placed after the B fetches
+   * below and going on through the later K-blocks, took 1.13x the time in a C loop,
+   * whether it fetched a line a step or two, over all of K or over the first K-block
+   * (not understood). */
   if (pf && pf->next_panel) {
     int64_t line_row = 0, line_col = 0;
     for (k = 0; k < kc; k++) {
