@@ -5,11 +5,11 @@ peak of one core.
 
 Both runtimes get the same thread count and are called alternately, in blocks of calls
 (timing.interleaved), so a busy machine slows both alike; each GFLOP/s figure is the
-median over the calls, `ratio` their ratio, and `paired` the median over pairs of
-blocks of aotc's GFLOP/s over onnxruntime's (steadier where the machine is busy in
-waves, as models.py's paired ratio). `--clock cpu`
-times the calling thread's CPU time instead of the wall clock (meaningful at one thread
-only, where the caller does all the work; it ignores time lost to other processes).
+median over the calls, `ratio` their ratio, and `paired` one over the median, over
+pairs of blocks, of aotc's time over onnxruntime's (models.py's paired ratio turned into
+a ratio of speeds; steadier where the machine is busy in waves). `--clock cpu` times
+the calling thread's CPU time instead of the wall clock (meaningful at one thread only,
+where the caller does all the work; it ignores time lost to other processes).
 The peak is a loop of independent FMAs on one core (24 zmm chains, or 12 ymm without
 AVX-512), compiled through cffi with -march=native.
 """
